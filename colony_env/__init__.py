@@ -1,0 +1,49 @@
+"""Colony: a rules engine, PettingZoo environment and self-play toolkit for the board game.
+
+The engine API (pure functions over an immutable `GameState`) is re-exported here;
+see `colony_env.engine` for details and RULES.md for the rules it implements.
+"""
+
+from .constants import BLUE, N_ACTIONS, PASS_ACTION, RED, Colour
+from .engine import (
+    Colony,
+    GameState,
+    IllegalActionError,
+    apply_action,
+    colonies,
+    connected_counts,
+    connected_mask,
+    controlled_counts,
+    is_legal,
+    legal_action_mask,
+    legal_actions,
+    new_game,
+)
+from .notation import action_to_str, board_text, cell_name, parse_action, parse_cell
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BLUE",
+    "N_ACTIONS",
+    "PASS_ACTION",
+    "RED",
+    "Colony",
+    "Colour",
+    "GameState",
+    "IllegalActionError",
+    "action_to_str",
+    "apply_action",
+    "board_text",
+    "cell_name",
+    "colonies",
+    "connected_counts",
+    "connected_mask",
+    "controlled_counts",
+    "is_legal",
+    "legal_action_mask",
+    "legal_actions",
+    "new_game",
+    "parse_action",
+    "parse_cell",
+]

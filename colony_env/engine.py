@@ -1,0 +1,439 @@
+"""The public rules engine: an immutable `GameState` and pure functions over it.
+
+This is the one place that decides legality (RULES.md R4-R5), the turn sequence
+(R6), scoring (R7) and the state format (R9); the PettingZoo env, the vector env, the
+agents and the trainer all call it. The compiled kernels live in `_core.py`; this
+module adds the Python-facing types, validation and error messages.
+
+    >>> import colony_env as ce
+    >>> s = ce.new_game(seed=0)
+    >>> a = ce.legal_actions(s)[0]
+    >>> s2 = ce.apply_action(s, a)      # `s` is unchanged
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _core
+from .constants import (
+    BLUE_START_CELLS,
+    BOARD_SIZE,
+    COPIES_PER_VALUE,
+    DEFAULT_MAX_PLIES,
+    END_REASONS,
+    GRACE_MOVES,
+    I_FINISHED,
+    I_GRACE,
+    I_MAX_PLIES,
+    I_PASSES,
+    I_PLY,
+    I_REASON,
+    I_TO_MOVE,
+    I_UNLOCKED,
+    MAX_COMPONENT,
+    MAX_VALUE,
+    N_ACTIONS,
+    N_CELLS,
+    N_SATELLITES,
+    NOBODY,
+    PASS_ACTION,
+    PASSES_TO_END,
+    RED_START_CELLS,
+    SATELLITE_VALUES,
+    SHIFTED_VALUES,
+    STATE_DTYPE,
+    STATE_LEN,
+    Colour,
+)
+
+
+class IllegalActionError(ValueError):
+    """An action that RULES.md does not allow in the given state; the state is unchanged."""
+
+
+class GameState:
+    """One Colony position (R9), immutable.
+
+    Internally a single int32 vector (`constants.py` documents the layout) so that one
+    array crosses into the compiled kernels. Read it through the properties; never
+    write to `board` (it is a read-only view).
+    """
+
+    __slots__ = ("_a",)
+
+    def __init__(self, packed: np.ndarray) -> None:
+        if packed.shape != (STATE_LEN,) or packed.dtype != STATE_DTYPE:
+            raise ValueError(f"packed state must be {STATE_DTYPE.__name__}[{STATE_LEN}], got {packed.dtype}{list(packed.shape)}")
+        self._a = packed
+
+    # --- fields of R9 ---------------------------------------------------------------
+    @property
+    def board(self) -> np.ndarray:
+        """10x10 int8 view, row 0 North: red satellites +v, blue -v, empty 0."""
+        view = self._a[:N_CELLS].astype(np.int8).reshape(BOARD_SIZE, BOARD_SIZE)
+        view.flags.writeable = False
+        return view
+
+    @property
+    def to_move(self) -> Colour:
+        """The colour to move (after a game-ending action: the colour that ended it, R6.2)."""
+        return Colour(int(self._a[I_TO_MOVE]))
+
+    @property
+    def unlocked(self) -> bool:
+        """R3.5 connections-unlocked flag."""
+        return bool(self._a[I_UNLOCKED])
+
+    @property
+    def finished(self) -> Colour | None:
+        """The colour that has all 12 satellites connected and stopped moving (R6.3)."""
+        f = int(self._a[I_FINISHED])
+        return None if f == NOBODY else Colour(f)
+
+    @property
+    def grace_left(self) -> int:
+        return int(self._a[I_GRACE])
+
+    @property
+    def ply(self) -> int:
+        return int(self._a[I_PLY])
+
+    @property
+    def passes(self) -> int:
+        """Consecutive passes just played (R6.1)."""
+        return int(self._a[I_PASSES])
+
+    @property
+    def max_plies(self) -> int:
+        return int(self._a[I_MAX_PLIES])
+
+    # --- derived ------------------------------------------------------------------
+    @property
+    def is_over(self) -> bool:
+        return bool(self._a[I_REASON])
+
+    @property
+    def end_reason(self) -> str | None:
+        """`connected23`, `grace`, `passes` or `ply_limit` (R6.2), None while the game goes on."""
+        r = int(self._a[I_REASON])
+        return END_REASONS[r - 1] if r else None
+
+    @property
+    def is_truncated(self) -> bool:
+        """The game ended only because of the ply limit (an env truncation, R6.2.4)."""
+        return self.end_reason == "ply_limit"
+
+    @property
+    def winner(self) -> Colour | None:
+        """The winning colour once the game is over (R7); None for a draw or an ongoing game."""
+        if not self.is_over:
+            return None
+        w = int(_core.winner(self._a[:N_CELLS]))
+        return None if w == NOBODY else Colour(w)
+
+    def rewards(self) -> tuple[float, float]:
+        """(red, blue) rewards: +1/-1/0 at the end, zeros before (R7.4)."""
+        if not self.is_over:
+            return (0.0, 0.0)
+        w = self.winner
+        if w is None:
+            return (0.0, 0.0)
+        return (1.0, -1.0) if w == Colour.RED else (-1.0, 1.0)
+
+    # --- conversions --------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of R9."""
+        rows = []
+        for r in range(BOARD_SIZE):
+            cells = []
+            for c in range(BOARD_SIZE):
+                v = int(self._a[r * BOARD_SIZE + c])
+                cells.append(".." if v == 0 else ("r" if v > 0 else "b") + str(abs(v)))
+            rows.append("".join(cells))
+        f = self.finished
+        return {
+            "board": rows,
+            "to_move": str(self.to_move),
+            "unlocked": self.unlocked,
+            "finished": None if f is None else str(f),
+            "grace_left": self.grace_left,
+            "ply": self.ply,
+            "passes": self.passes,
+            "max_plies": self.max_plies,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "GameState":
+        """Parse and validate an R9 object; `ValueError` names the offending field."""
+        return _state_from_dict(d)
+
+    def to_array(self) -> np.ndarray:
+        """A copy of the packed int32 vector (for batching states in compiled code)."""
+        return self._a.copy()
+
+    @classmethod
+    def from_array(cls, packed: np.ndarray) -> "GameState":
+        """Wrap a packed vector produced by `to_array` or a kernel (no validation)."""
+        return cls(np.ascontiguousarray(packed, dtype=STATE_DTYPE).copy())
+
+    # --- python protocol ----------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GameState) and np.array_equal(self._a, other._a)
+
+    def __hash__(self) -> int:
+        return hash(self._a.tobytes())
+
+    def __repr__(self) -> str:
+        status = f"over:{self.end_reason}" if self.is_over else f"{self.to_move} to move"
+        return f"<GameState ply={self.ply} {status}>"
+
+    def __str__(self) -> str:
+        from .notation import board_text
+
+        return board_text(self)
+
+    def __getstate__(self) -> np.ndarray:
+        return self._a
+
+    def __setstate__(self, packed: np.ndarray) -> None:
+        self._a = packed
+
+
+def _wrap(packed: np.ndarray) -> GameState:
+    """Fast constructor for kernel output (already the right dtype and shape)."""
+    s = GameState.__new__(GameState)
+    s._a = packed
+    return s
+
+
+# --- R2 setup ---------------------------------------------------------------------
+def _setup_cells(start: tuple[tuple[int, int], ...], values: np.ndarray, sign: int, board: np.ndarray) -> None:
+    for (r, c), v in zip(start, values):
+        if v in SHIFTED_VALUES:  # R2.4: one cell inward, away from the edge
+            r = 1 if r == 0 else BOARD_SIZE - 2 if r == BOARD_SIZE - 1 else r
+            c = 1 if c == 0 else BOARD_SIZE - 2 if c == BOARD_SIZE - 1 else c
+        board[r * BOARD_SIZE + c] = sign * int(v)
+
+
+def new_game(seed: int | np.random.Generator | None = None, max_plies: int = DEFAULT_MAX_PLIES) -> GameState:
+    """A fresh game (R2): each colour's 12 values in a seeded uniform order on its start cells.
+
+    The generator draws red's permutation, then blue's. Red is to move (R2.1).
+    """
+    if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
+        raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    values = np.array(SATELLITE_VALUES)
+    a = np.zeros(STATE_LEN, STATE_DTYPE)
+    _setup_cells(RED_START_CELLS, rng.permutation(values), 1, a)
+    _setup_cells(BLUE_START_CELLS, rng.permutation(values), -1, a)
+    a[I_FINISHED] = NOBODY
+    a[I_MAX_PLIES] = max_plies
+    a[I_UNLOCKED] = int(_core._any_edge_empty(a[:N_CELLS]))  # R2.5: an edge may start empty
+    return _wrap(a)
+
+
+# --- legality and actions -----------------------------------------------------------
+def legal_actions(state: GameState) -> np.ndarray:
+    """Sorted int64 ids of the legal actions (R4, R8); empty once the game is over."""
+    return _core.legal_ids(state._a)
+
+
+def legal_action_mask(state: GameState) -> np.ndarray:
+    """Bool mask of shape (16001,) marking exactly the legal actions (R8.4)."""
+    return _core.legal_mask(state._a)
+
+
+def is_legal(state: GameState, action: int) -> bool:
+    """Whether `action` is legal, without building the whole legal set."""
+    return _core.action_code(state._a, _as_action(action)) == _core.OK
+
+
+def _as_action(action: Any) -> int:
+    try:
+        return operator.index(action)
+    except TypeError:
+        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1}, got {action!r}") from None
+
+
+def apply_action(state: GameState, action: int) -> GameState:
+    """The state after `action` (R6); `state` itself is never changed.
+
+    Raises `IllegalActionError` naming the action (id and notation) and the rule it breaks.
+    """
+    a = _as_action(action)
+    if not 0 <= a < N_ACTIONS:
+        raise IllegalActionError(f"action {a} is outside the action space 0..{N_ACTIONS - 1} (R8)")
+    new = np.empty(STATE_LEN, STATE_DTYPE)
+    code = _core.apply_into(state._a, a, new)
+    if code:
+        from .notation import explain_illegal
+
+        raise IllegalActionError(explain_illegal(state, a, code))
+    return _wrap(new)
+
+
+# --- analysis ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Colony:
+    """A component of 3-6 satellites (R3.4) with its totals and controller (R7.1)."""
+
+    cells: tuple[tuple[int, int], ...]
+    red_total: int
+    blue_total: int
+    controller: Colour | None
+
+    @property
+    def size(self) -> int:
+        return len(self.cells)
+
+    @property
+    def total(self) -> int:
+        """All satellite values in the colony, both colours (the R7.3 tiebreak key)."""
+        return self.red_total + self.blue_total
+
+    @property
+    def crowned(self) -> bool:
+        return self.size == MAX_COMPONENT
+
+
+def colonies(state: GameState) -> list[Colony]:
+    """Every colony on the board, ordered by its first cell (row-major)."""
+    board = state._a[:N_CELLS]
+    label = _core.components(board)[0]
+    out = []
+    for lab, _size, red, blue, ctrl in _core.colony_table(board):
+        cells = tuple(divmod(int(i), BOARD_SIZE) for i in np.flatnonzero(label == lab))
+        out.append(Colony(cells, int(red), int(blue), None if ctrl == NOBODY else Colour(int(ctrl))))
+    return out
+
+
+def controlled_counts(state: GameState) -> tuple[int, int]:
+    """(red, blue) number of controlled colonies (R7.2)."""
+    counts = [0, 0]
+    for col in colonies(state):
+        if col.controller is not None:
+            counts[col.controller] += 1
+    return counts[0], counts[1]
+
+
+def connected_mask(state: GameState) -> np.ndarray:
+    """10x10 bool: which satellites are connected (R3.1)."""
+    return _core.connected_cells(state._a[:N_CELLS]).reshape(BOARD_SIZE, BOARD_SIZE)
+
+
+def connected_counts(state: GameState) -> tuple[int, int]:
+    """(red, blue) number of connected satellites."""
+    t = _core.tally(state._a[:N_CELLS])
+    return int(t[1]), int(t[3])
+
+
+# --- R9 parsing ----------------------------------------------------------------------
+_PIECE_CODES = {f"{p}{v}": s * v for p, s in (("r", 1), ("b", -1)) for v in range(1, MAX_VALUE + 1)}
+_COLOURS = {str(c): c for c in Colour}
+
+
+def _int_field(d: dict[str, Any], key: str, low: int, high: int | None) -> int:
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"field {key!r} must be an int, got {v!r}")
+    if v < low or (high is not None and v > high):
+        allowed = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ValueError(f"field {key!r} must be in {allowed}, got {v}")
+    return int(v)
+
+
+def _state_from_dict(d: dict[str, Any]) -> GameState:
+    if not isinstance(d, dict):
+        raise ValueError(f"a state must be a dict (R9), got {type(d).__name__}")
+    required = ("board", "to_move", "unlocked", "finished", "grace_left", "ply", "passes", "max_plies")
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise ValueError(f"state is missing field(s) {missing} (R9 needs {list(required)})")
+    a = np.zeros(STATE_LEN, STATE_DTYPE)
+    rows = d["board"]
+    if not isinstance(rows, (list, tuple)) or len(rows) != BOARD_SIZE:
+        raise ValueError(f"field 'board' must be a list of {BOARD_SIZE} strings, got {rows!r:.80}")
+    for r, row in enumerate(rows):
+        if not isinstance(row, str) or len(row) != 2 * BOARD_SIZE:
+            raise ValueError(f"field 'board' row {r} must be a string of {2 * BOARD_SIZE} chars, got {row!r}")
+        for c in range(BOARD_SIZE):
+            code = row[2 * c : 2 * c + 2]
+            if code == "..":
+                continue
+            if code not in _PIECE_CODES:
+                raise ValueError(f"field 'board' row {r} column {c}: unknown piece code {code!r} (allowed: '..', r1..r4, b1..b4)")
+            a[r * BOARD_SIZE + c] = _PIECE_CODES[code]
+    board = a[:N_CELLS]
+    for colour in Colour:  # R9.1 piece counts
+        mine = board[board * colour.sign > 0] * colour.sign
+        if mine.size > N_SATELLITES:
+            raise ValueError(f"field 'board': {colour} has {mine.size} satellites, at most {N_SATELLITES} allowed")
+        for v in range(1, MAX_VALUE + 1):
+            if int(np.sum(mine == v)) > COPIES_PER_VALUE:
+                raise ValueError(f"field 'board': {colour} has {int(np.sum(mine == v))} satellites of value {v}, at most {COPIES_PER_VALUE} allowed")
+    conn = _core.connected_cells(board)
+    for i in range(N_CELLS):  # R5.1
+        r, c = divmod(i, BOARD_SIZE)
+        for j in (i + 1 if c < BOARD_SIZE - 1 else -1, i + BOARD_SIZE if r < BOARD_SIZE - 1 else -1):
+            if j >= 0 and conn[i] and conn[j] and board[i] * board[j] > 0:
+                raise ValueError(f"field 'board': connected satellites of the same colour touch at {divmod(i, 10)} and {divmod(j, 10)} (R5.1)")
+    _label, size, count = _core.components(board)
+    if count and int(size[:count].max()) > MAX_COMPONENT:  # R5.3
+        raise ValueError(f"field 'board': a component has {int(size[:count].max())} satellites, at most {MAX_COMPONENT} allowed (R5.3)")
+
+    if d["to_move"] not in _COLOURS:
+        raise ValueError(f"field 'to_move' must be 'red' or 'blue', got {d['to_move']!r}")
+    to_move = _COLOURS[d["to_move"]]
+    a[I_TO_MOVE] = int(to_move)
+    if not isinstance(d["unlocked"], bool):
+        raise ValueError(f"field 'unlocked' must be true or false, got {d['unlocked']!r}")
+    if not d["unlocked"] and _core._any_edge_empty(board):
+        raise ValueError("field 'unlocked' is false but an edge is empty; the flag is set as soon as one is (R3.5)")
+    a[I_UNLOCKED] = int(d["unlocked"])
+    fin = d["finished"]
+    if fin is not None and fin not in _COLOURS:
+        raise ValueError(f"field 'finished' must be null, 'red' or 'blue', got {fin!r}")
+    grace = _int_field(d, "grace_left", 0, GRACE_MOVES)
+    if fin is None:
+        a[I_FINISHED] = NOBODY
+        if grace != 0:
+            raise ValueError(f"field 'grace_left' must be 0 while nobody is finished, got {grace}")
+    else:
+        colour = _COLOURS[fin]
+        tally = _core.tally(board)
+        on_board, linked = tally[2 * colour], tally[2 * colour + 1]
+        if on_board != N_SATELLITES or linked != N_SATELLITES:
+            raise ValueError(f"field 'finished' is {fin!r} but {fin} has {linked} of {on_board} satellites connected; finished needs all {N_SATELLITES} (R6.3)")
+        if to_move == colour:
+            raise ValueError(f"field 'to_move' is {fin!r}, but a finished player never moves (R6.3)")
+        a[I_FINISHED] = int(colour)
+    a[I_GRACE] = grace
+    a[I_MAX_PLIES] = _int_field(d, "max_plies", 1, None)
+    a[I_PLY] = _int_field(d, "ply", 0, int(a[I_MAX_PLIES]))
+    a[I_PASSES] = _int_field(d, "passes", 0, PASSES_TO_END)
+    t = _core.tally(board)
+    a[I_REASON] = _core.end_reason(a, t[1] + t[3])  # R9.2
+    return _wrap(a)
+
+
+__all__ = [
+    "Colony",
+    "GameState",
+    "IllegalActionError",
+    "PASS_ACTION",
+    "apply_action",
+    "colonies",
+    "connected_counts",
+    "connected_mask",
+    "controlled_counts",
+    "is_legal",
+    "legal_action_mask",
+    "legal_actions",
+    "new_game",
+]
