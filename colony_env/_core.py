@@ -256,10 +256,12 @@ def _join(
                 m = ORTH[n, jj]
                 if m >= 0 and board[m] * b > 0 and conn[m]:
                     return E_R51_OPPONENT, n_opp, n_col  # R5.1: a newly connected neighbour
-    if total > MAX_COMPONENT:
-        return E_R53, n_opp, n_col
+    # Two colonies hold >= 6 satellites, so a merge always breaks R5.3 too; R5.2 is
+    # checked first because it is the more telling reason.
     if n_col > 1:
         return E_R52, n_opp, n_col
+    if total > MAX_COMPONENT:
+        return E_R53, n_opp, n_col
     return OK, n_opp, n_col
 
 
