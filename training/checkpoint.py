@@ -1,0 +1,169 @@
+"""Checkpoints: one self-describing file per snapshot, and the policy agent built from one.
+
+A checkpoint is a `torch.save` dict of plain data only (tensors, numbers, strings, lists,
+dicts), so it is loaded with `torch.load(..., weights_only=True)`: a checkpoint from a
+stranger cannot run code on load. It holds
+
+    format / format_version   what this file is (CHECKPOINT_FORMAT, CHECKPOINT_VERSION)
+    observation               the plane names of the observation encoder it was trained on
+    num_actions               the action space size (R8: 16001)
+    architecture              {in_channels, channels, blocks} to rebuild PolicyValueNet
+    model                     the network's state_dict
+    config                    the run's TrainConfig as a dict
+    meta                      training metadata (steps, iteration, wall time, hardware, ...)
+    optimizer, pool, rng      only in training checkpoints, for `--resume`
+
+Files are written atomically (temporary file, fsync, `os.replace`), so a crash mid-save
+leaves the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+
+from .model import MaskedCategorical, PolicyValueNet
+
+CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
+CHECKPOINT_VERSION = 1
+ACTION_LAYOUT = "R8"  # RULES.md R8; bump together with the engine's action encoding
+
+
+class CheckpointError(ValueError):
+    """A file that is not a usable checkpoint for this version of the code; the message says why."""
+
+
+def current_format() -> dict[str, Any]:
+    """The format fields a checkpoint must match to be loadable by this code."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "format_version": CHECKPOINT_VERSION,
+        "observation": list(observation.PLANE_NAMES),
+        "action_layout": ACTION_LAYOUT,
+        "num_actions": ce.N_ACTIONS,
+    }
+
+
+def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, Any], meta: dict[str, Any],
+                    extra: dict[str, Any] | None = None) -> Path:
+    """Write a checkpoint atomically; `extra` (optimizer, pool, rng) must also be plain data."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = current_format()
+    payload.update(
+        architecture=model.architecture(),
+        model={k: v.detach().cpu() for k, v in model.state_dict().items()},
+        config=dict(config),
+        meta=dict(meta),
+    )
+    payload.update(extra or {})
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Load and check a checkpoint's format; raises `CheckpointError` with the reason."""
+    p = Path(path)
+    if not p.is_file():
+        raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
+    try:
+        data = torch.load(p, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt, truncated or unsafe): {first[:200]}") from None
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{str(p)!r} is not a {CHECKPOINT_FORMAT} file")
+    want = current_format()
+    for key in ("format_version", "action_layout", "num_actions", "observation"):
+        if data.get(key) != want[key]:
+            got = data.get(key)
+            if key == "observation":
+                got = f"{len(got) if isinstance(got, list) else '?'} planes"
+                need = f"{len(want[key])} planes ({observation.__name__})"
+            else:
+                need = want[key]
+            raise CheckpointError(
+                f"{str(p)!r} was built for another format: {key} is {got}, this code needs {need}; retrain or use a matching version"
+            )
+    for key in ("architecture", "model", "config", "meta"):
+        if key not in data:
+            raise CheckpointError(f"{str(p)!r} is incomplete: missing '{key}'")
+    return data
+
+
+def build_model(data: dict[str, Any]) -> PolicyValueNet:
+    """The network stored in a checkpoint dict (from `read_checkpoint`), in eval mode."""
+    arch = data["architecture"]
+    try:
+        model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]))
+        model.load_state_dict(data["model"])
+    except (KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"checkpoint weights do not match its architecture {arch}: {str(e).splitlines()[0][:200]}") from None
+    if model.in_channels != observation.OBS_CHANNELS:
+        raise CheckpointError(f"checkpoint expects {model.in_channels} observation planes, the encoder has {observation.OBS_CHANNELS}")
+    return model.eval()
+
+
+def load_model(path: str | Path) -> tuple[PolicyValueNet, dict[str, Any]]:
+    """(network, checkpoint dict) from a file."""
+    data = read_checkpoint(path)
+    return build_model(data), data
+
+
+class PolicyAgent:
+    """An engine-level agent (`act(state, rng) -> board-frame action id`) backed by a trained network.
+
+    It encodes the position in the mover's canonical view, scores the legal actions only
+    (mapped to that view), and either takes the most likely one (`greedy=True`) or samples.
+    """
+
+    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
+        self.model = model.eval()
+        self.name = name
+        self.greedy = greedy
+
+    @torch.no_grad()
+    def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
+        """(legal board-frame action ids, their probabilities, value for the mover) of `state`."""
+        if state.is_over:
+            raise ValueError("the game is over: no action is legal (R8.4)")
+        colour = state.to_move
+        board_ids = ce.legal_actions(state)
+        canonical = symmetry.board_action_to_canonical(board_ids, colour)
+        obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
+        logits, value = self.model(obs, torch.from_numpy(canonical)[None])
+        dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
+        return board_ids, dist.probs[0].double().numpy(), float(value[0])
+
+    def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
+        board_ids, probs, _ = self.policy(state)
+        if self.greedy:
+            return int(board_ids[int(np.argmax(probs))])
+        return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
+
+
+def load_policy_agent(path: str | Path, greedy: bool = True) -> PolicyAgent:
+    """The agent of a checkpoint file; `CheckpointError` for a missing, corrupt or mismatched file."""
+    model, data = load_model(path)
+    steps = data["meta"].get("global_step")
+    name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "")
+    return PolicyAgent(model, name=name, greedy=greedy)

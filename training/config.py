@@ -1,0 +1,238 @@
+"""Typed configuration of a self-play PPO run (one dataclass, CleanRL style).
+
+A run is described by a YAML file (`configs/quickstart.yaml`, `configs/selfplay_ppo.yaml`)
+whose keys are exactly the fields of `TrainConfig`; any key can be overridden on the command
+line (`colony-train --config X.yaml --num-envs 16 --learning-rate 1e-4`). Everything is
+validated on load and a bad value gives a one-line `ConfigError` naming the key and what is
+allowed, because a typo in a config must never silently train the wrong thing for an hour.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEVICES = ("auto", "cpu", "cuda")
+# Agent specs understood by the evaluation module (colony_env.agents / training.agent_specs):
+# `random`, `greedy`, `mcts:N` (N rollouts per move).
+_SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
+
+
+class ConfigError(ValueError):
+    """A config file or override that does not describe a valid run; the message names the key."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything that defines a training run. Every field can be set from YAML or the CLI."""
+
+    # --- run bookkeeping ---
+    run_name: str = "run"
+    """Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`."""
+    out_dir: str = "runs"
+    """Where run directories are created."""
+    seed: int = 0
+    """Seeds the game setups, the sampling generators and the network initialisation."""
+    device: str = "auto"
+    """`auto` (cuda if available), `cpu` or `cuda`."""
+    torch_threads: int = 2
+    """torch intra-op threads on CPU (the reference machine has 2 cores)."""
+
+    # --- budget ---
+    total_steps: int = 200_000
+    """Environment steps (single moves, both colours) to train for."""
+    num_envs: int = 32
+    """Games played in parallel by the vector env; inference is batched over them."""
+    rollout_steps: int = 64
+    """Steps per env per PPO iteration (batch = num_envs * rollout_steps)."""
+    max_plies: int = 400
+    """Ply limit per game (R6.2.4)."""
+
+    # --- network ---
+    channels: int = 32
+    """Width of the residual trunk."""
+    blocks: int = 2
+    """Residual blocks in the trunk."""
+
+    # --- PPO ---
+    learning_rate: float = 3e-4
+    anneal_lr: bool = True
+    """Linearly decay the learning rate to 0 over the run."""
+    gamma: float = 0.995
+    """Discount per own decision of a colour."""
+    gae_lambda: float = 0.95
+    update_epochs: int = 3
+    num_minibatches: int = 4
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    target_kl: float = 0.0
+    """Stop the epochs of one update early when the approximate KL exceeds this; 0 disables it."""
+
+    # --- self-play ---
+    pool_share: float = 0.25
+    """Share of the games in which one colour is played by a past snapshot from the pool."""
+    pool_size: int = 8
+    """Past snapshots kept in the opponent pool (oldest dropped first)."""
+    snapshot_every: int = 10
+    """Iterations between snapshots added to the pool."""
+    augment_symmetry: bool = True
+    """Feed each decision in a random one of the 4 board symmetries that keep the canonical view."""
+
+    # --- evaluation, checkpoints, logging ---
+    eval_every: int = 50
+    """Iterations between evaluations (0 disables periodic evaluation; the final one always runs)."""
+    eval_games: int = 40
+    """Games per opponent in a periodic evaluation (half with each colour)."""
+    eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
+    """Agent specs to evaluate against: `random`, `greedy`, `mcts:N`."""
+    final_eval_games: int = 100
+    """Games per opponent in the evaluation at the end of the run (0 disables it)."""
+    checkpoint_every: int = 20
+    """Iterations between checkpoints (the latest is always `checkpoints/latest.pt`)."""
+    keep_checkpoints: int = 5
+    """Numbered checkpoints kept besides `latest.pt` (older ones are deleted)."""
+
+    # --- derived (set by `finalize`, not configurable) ---
+    batch_size: int = field(default=0, init=False)
+    minibatch_size: int = field(default=0, init=False)
+    num_iterations: int = field(default=0, init=False)
+
+    def finalize(self) -> "TrainConfig":
+        """Check ranges and compute the derived fields; returns self for chaining."""
+        _check_ranges(self)
+        self.batch_size = self.num_envs * self.rollout_steps
+        self.minibatch_size = max(1, self.batch_size // self.num_minibatches)
+        self.num_iterations = max(1, math.ceil(self.total_steps / self.batch_size))
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configurable fields (no derived ones), as written to `config.yaml` of a run."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+
+CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.init)
+_TYPES: dict[str, Any] = typing.get_type_hints(TrainConfig)
+
+
+def _check_ranges(c: TrainConfig) -> None:
+    def need(ok: bool, key: str, allowed: str) -> None:
+        if not ok:
+            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r} is invalid; allowed: {allowed}")
+
+    if c.device not in DEVICES:
+        raise ConfigError(f"config key 'device' = {c.device!r} is invalid; allowed: {', '.join(DEVICES)}")
+    for key in ("total_steps", "num_envs", "rollout_steps", "max_plies", "channels", "blocks", "update_epochs",
+                "num_minibatches", "torch_threads", "pool_size", "snapshot_every", "checkpoint_every",
+                "eval_games"):
+        need(getattr(c, key) >= 1, key, "an integer >= 1")
+    for key in ("eval_every", "final_eval_games", "keep_checkpoints"):
+        need(getattr(c, key) >= 0, key, "an integer >= 0")
+    need(c.learning_rate > 0, "learning_rate", "a number > 0")
+    for key in ("gamma", "gae_lambda", "pool_share"):
+        need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
+    for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl"):
+        need(getattr(c, key) >= 0, key, "a number >= 0")
+    need(c.num_minibatches <= c.num_envs * c.rollout_steps, "num_minibatches", "at most num_envs * rollout_steps")
+    need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
+    for spec in c.eval_opponents:
+        if not isinstance(spec, str) or not _SPEC_RE.match(spec):
+            raise ConfigError(
+                f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N (N >= 1)"
+            )
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """Check `value` against the field's annotated type; ints are accepted where floats are expected."""
+    want = _TYPES[key]
+    origin = typing.get_origin(want)
+    if origin in (list,):
+        if isinstance(value, str):  # CLI: "random,greedy" or a YAML list
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list):
+            raise ConfigError(f"config key '{key}' must be a list, got {value!r}")
+        return [str(v) for v in value]
+    if origin in (typing.Union, types.UnionType):
+        raise AssertionError(f"unsupported union type for {key}")  # not used by TrainConfig
+    if want is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
+    if want in (int, float) and isinstance(value, str):
+        try:  # PyYAML (YAML 1.1) reads "3e-4" and "1e6" as strings
+            value = float(value)
+        except ValueError:
+            pass
+    if want is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():  # YAML reads 1e6 as a float
+            return int(value)
+        raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
+    if want is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
+    if want is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
+    raise AssertionError(f"unhandled type {want} for {key}")
+
+
+def _unknown(key: str) -> ConfigError:
+    return ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(CONFIG_KEYS)}")
+
+
+def config_from_dict(values: dict[str, Any], base: TrainConfig | None = None) -> TrainConfig:
+    """A validated config: `base` (defaults if None) updated with `values`."""
+    cfg = dataclasses.replace(base) if base is not None else TrainConfig()
+    for key, value in values.items():
+        if key not in CONFIG_KEYS:
+            raise _unknown(str(key))
+        setattr(cfg, key, _coerce(key, value))
+    return cfg.finalize()
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """Read a YAML config file, apply `overrides` (already parsed values) and validate."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
+    data.update(overrides or {})
+    return config_from_dict(data)
+
+
+def parse_override(key: str, text: str) -> tuple[str, Any]:
+    """A CLI override: `--num-envs 16` -> ('num_envs', 16). The value is read as YAML (so 1e-4, true, [a, b])."""
+    name = key.replace("-", "_")
+    if name not in CONFIG_KEYS:
+        raise _unknown(name)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        value = text
+    if _TYPES[name] is str and not isinstance(value, str):
+        value = text  # a run name like "001" stays a string
+    return name, value
+
+
+def save_config(cfg: TrainConfig, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))

@@ -1,0 +1,207 @@
+"""Policy-value network and the masked action distribution.
+
+The network reads the canonical observation (the mover's view, `colony_env.observation`) and
+returns 16,001 policy logits laid out exactly as the action encoding (RULES.md R8):
+
+    logits[0 .. 3199]      move planes:          32 per cell s  (index 32*s + 4*d + k-1)
+    logits[3200 .. 15999]  displacement planes: 128 per cell s  (index 3200 + 128*s + 2*(8*d+pd) + pk-1)
+    logits[16000]          pass
+
+so a 1x1 convolution with 32 + 128 output planes over the 10x10 trunk, flattened cell-major,
+*is* the policy head: every logit is computed at the cell of the satellite that acts
+(`full_logits`). Training and play only ever need the logits of the legal actions, so
+`forward` evaluates that 1x1 convolution at the legal actions' (cell, plane) pairs alone:
+positions come with a padded list of candidate ids (`legal_slots`) and the distribution is
+over those slots.
+
+Masking (`MaskedCategorical`): 16,001 actions with usually fewer than 150 legal is where masked
+PPO implementations produce NaNs (sb3-contrib issues #81, #247): `-inf` logits give
+`0 * -inf = NaN` in the entropy and in gradients, and half precision overflows. Here the logits
+are always cast to float32, clamped to +-LOGIT_BOUND, and illegal entries are replaced by the
+finite MASKED_LOGIT, so every probability is finite, illegal ones are exactly 0, and the entropy
+sums only over legal actions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from colony_env.constants import (
+    BOARD_SIZE,
+    DISPLACEMENT_BASE,
+    DISPLACEMENTS_PER_CELL,
+    MOVES_PER_CELL,
+    N_ACTIONS,
+    PASS_ACTION,
+)
+
+LOGIT_BOUND = 1.0e4
+"""Raw logits are clamped to +-this, so MASKED_LOGIT is always far below any legal logit."""
+MASKED_LOGIT = -1.0e9
+"""Finite stand-in for -inf (float32 holds it exactly enough; exp underflows to exactly 0)."""
+POLICY_PLANES = MOVES_PER_CELL + DISPLACEMENTS_PER_CELL  # 160 planes per cell
+
+
+class ResidualBlock(nn.Module):
+    """conv-relu-conv plus skip; the second conv starts at zero so a fresh block is the identity."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        nn.init.zeros_(self.conv2.weight)
+        nn.init.zeros_(self.conv2.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+
+
+class PolicyValueNet(nn.Module):
+    """Residual conv trunk on the 10x10 board; policy planes per cell plus pass; scalar value in [-1, 1].
+
+    No batch norm on purpose: PPO evaluates the same samples at rollout and update time, and
+    batch statistics would make the two disagree (the ratio would not start at 1).
+    """
+
+    def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        self.channels = channels
+        self.blocks = blocks
+        self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
+        self.trunk = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
+        self.policy_conv = nn.Conv2d(channels, channels, 3, padding=1)
+        self.policy_planes = nn.Conv2d(channels, POLICY_PLANES, 1)
+        self.pass_head = nn.Linear(channels, 1)
+        self.value_conv = nn.Conv2d(channels, channels, 1)
+        self.value_fc = nn.Linear(2 * channels, channels)
+        self.value_out = nn.Linear(channels, 1)
+        # Small initial policy logits: a near-uniform start over the legal actions (CleanRL uses gain 0.01).
+        nn.init.normal_(self.policy_planes.weight, std=0.01)
+        nn.init.zeros_(self.policy_planes.bias)
+        nn.init.normal_(self.pass_head.weight, std=0.01)
+        nn.init.zeros_(self.pass_head.bias)
+        nn.init.normal_(self.value_out.weight, std=0.01)
+        nn.init.zeros_(self.value_out.bias)
+
+    def _trunk(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = self.trunk(F.relu(self.stem(obs)))
+        v = F.relu(self.value_conv(x))
+        v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
+        value = torch.tanh(self.value_out(F.relu(self.value_fc(v)))).squeeze(1)
+        return F.relu(self.policy_conv(x)), value
+
+    def forward(self, obs: torch.Tensor, action_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits of the given actions only, and the value.
+
+        obs float[B, C, 10, 10], action_ids int64[B, L] (R8 ids; padding entries may hold any
+        valid id) -> (logits float[B, L], value float[B] in [-1, 1]).
+
+        Evaluating the 1x1 policy conv only at the (cell, plane) pairs of the legal actions
+        gives the same numbers as `full_logits` at those ids, but costs O(L) instead of
+        O(16001) per position; with ~70 legal actions out of 16,001 that is what makes
+        CPU training fast.
+        """
+        p, value = self._trunk(obs)
+        b, c = p.shape[:2]
+        feats = p.reshape(b, c, -1).transpose(1, 2)  # [B, 100, C]
+        ids = action_ids.long()
+        cell = ACTION_CELL.to(ids.device)[ids]  # [B, L]
+        plane = ACTION_PLANE.to(ids.device)[ids]
+        at_cell = feats.gather(1, cell.unsqueeze(-1).expand(-1, -1, c))  # [B, L, C]
+        weight = self.policy_planes.weight.reshape(POLICY_PLANES, c)
+        logits = (at_cell * weight[plane]).sum(-1) + self.policy_planes.bias[plane]
+        pass_logit = self.pass_head(p.mean(dim=(2, 3)))  # [B, 1]
+        logits = torch.where(ids == PASS_ACTION, pass_logit.expand_as(logits), logits)
+        return logits, value
+
+    def full_logits(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """All 16,001 logits in the R8 layout (cell-major planes, then pass) and the value."""
+        p, value = self._trunk(obs)
+        b = obs.shape[0]
+        planes = self.policy_planes(p).permute(0, 2, 3, 1)  # [B, 10, 10, 160]: cell-major like R8
+        moves = planes[..., :MOVES_PER_CELL].reshape(b, -1)  # [B, 3200]
+        displacements = planes[..., MOVES_PER_CELL:].reshape(b, -1)  # [B, 12800]
+        pass_logit = self.pass_head(p.mean(dim=(2, 3)))
+        return torch.cat([moves, displacements, pass_logit], dim=1), value
+
+    def architecture(self) -> dict[str, int]:
+        """What is needed to rebuild this network (stored in checkpoints)."""
+        return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks}
+
+
+assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly
+
+
+def _action_tables() -> tuple[torch.Tensor, torch.Tensor]:
+    """ACTION_CELL[a], ACTION_PLANE[a]: where action a's logit lives in the policy planes (R8)."""
+    a = torch.arange(N_ACTIONS)
+    is_move = a < DISPLACEMENT_BASE
+    d = a - DISPLACEMENT_BASE
+    cell = torch.where(is_move, a // MOVES_PER_CELL, d // DISPLACEMENTS_PER_CELL)
+    plane = torch.where(is_move, a % MOVES_PER_CELL, MOVES_PER_CELL + d % DISPLACEMENTS_PER_CELL)
+    cell[PASS_ACTION] = 0  # pass has its own head; any valid index will do here
+    plane[PASS_ACTION] = 0
+    return cell, plane
+
+
+ACTION_CELL, ACTION_PLANE = _action_tables()
+
+
+def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log-softmax over the legal actions only; illegal entries get a huge negative finite log-prob."""
+    safe = logits.float().clamp(-LOGIT_BOUND, LOGIT_BOUND)
+    safe = torch.where(mask, safe, torch.full_like(safe, MASKED_LOGIT))
+    return torch.log_softmax(safe, dim=-1)
+
+
+def legal_slots(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """bool[N, 16001] action masks -> (ids int64[N, L], valid bool[N, L]), L the largest legal count.
+
+    Row i lists its legal ids in increasing order, padded with id 0 (marked invalid).
+    """
+    mask = np.asarray(mask, bool)
+    counts = mask.sum(axis=1)
+    width = max(1, int(counts.max(initial=0)))
+    rows, cols = np.nonzero(mask)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    pos = np.arange(len(rows)) - np.repeat(starts, counts)
+    ids = np.zeros((mask.shape[0], width), np.int64)
+    ids[rows, pos] = cols
+    valid = np.arange(width)[None, :] < counts[:, None]
+    return ids, valid
+
+
+class MaskedCategorical:
+    """A categorical distribution restricted to the legal entries of each row (never NaN).
+
+    Rows are either the full 16,001 actions with the legal mask, or the candidate slots of
+    `legal_slots` with their `valid` flags; sampled values index the row's entries.
+    """
+
+    def __init__(self, logits: torch.Tensor, mask: torch.Tensor) -> None:
+        if mask.shape != logits.shape or mask.dtype != torch.bool:
+            raise ValueError(f"mask must be bool with the logits' shape {tuple(logits.shape)}, got {mask.dtype}{tuple(mask.shape)}")
+        if not bool(mask.any(dim=-1).all()):
+            raise ValueError("every row of the action mask needs at least one legal action (a finished game has none)")
+        self.mask = mask
+        self.log_probs = masked_log_probs(logits, mask)
+        self.probs = self.log_probs.exp()  # exactly 0 for illegal actions
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> torch.Tensor:
+        # Sum over legal actions only: for illegal ones p == 0 and log p is -1e9, and excluding them
+        # keeps the gradient free of 0 * huge products.
+        plogp = torch.where(self.mask, self.probs * self.log_probs, torch.zeros_like(self.probs))
+        return -plogp.sum(dim=-1)
+
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        return torch.multinomial(self.probs, 1, generator=generator).squeeze(-1)
+
+    def mode(self) -> torch.Tensor:
+        return self.log_probs.argmax(dim=-1)

@@ -1,0 +1,518 @@
+"""Self-play PPO for Colony: `colony-train --config configs/quickstart.yaml` (or `python -m training.train`).
+
+One network plays both colours in the canonical view (the mover always sees its own edges
+North and South). Each iteration:
+
+1. **Rollout**: `rollout_steps` steps of `num_envs` games in the vector env, one batched forward
+   pass per step. In a `pool_share` of the games one colour is played by a frozen past snapshot
+   (the opponent pool); those moves are not trained on. With `augment_symmetry` every decision
+   is shown to the network in a random one of the 4 colour-preserving board symmetries.
+2. **Advantages**: per-colour GAE (`ppo.per_player_gae`): each step's target uses that colour's
+   next own decision, and terminal rewards reach both colours' last steps.
+3. **Update**: `update_epochs` epochs of minibatch PPO (clipped policy and value losses, entropy
+   bonus, gradient clipping), with a linearly annealed learning rate.
+4. **Bookkeeping**: metrics to TensorBoard and `metrics.csv`, periodic evaluation against agent
+   specs (`random`, `greedy`, `mcts:N`) into `eval.csv`, atomic checkpoints, pool snapshots.
+
+A run directory holds `config.yaml`, `metrics.csv`, `eval.csv`, TensorBoard events,
+`checkpoints/latest.pt` (+ numbered ones) and `plots/` (`colony-plot RUN_DIR`).
+`--resume RUN_DIR` continues from `checkpoints/latest.pt` (network, optimizer, pool, counters,
+generators; the games in flight are not saved, so fresh games start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from colony_env import symmetry
+from colony_env.vector import MAX_LEGAL
+
+from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from .config import ConfigError, TrainConfig, load_config, parse_override, save_config
+from .model import MaskedCategorical, PolicyValueNet, legal_slots
+from .opponents import OpponentPool
+from .ppo import LossInfo, per_player_gae, ppo_loss
+
+METRIC_FIELDS = (
+    "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
+    "entropy", "approx_kl", "clip_frac", "explained_var", "games", "mean_game_plies", "pool_games",
+    "pool_win_rate", "pool_size",
+)  # fmt: skip
+EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
+_AUG_SYMS = np.asarray(symmetry.COLOUR_PRESERVING, np.int64)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
+    return torch.device(name)
+
+
+def make_env(cfg: TrainConfig, seed: int):
+    """The batched vector env (colony_env.vector, canonical frame, auto-reset)."""
+    from colony_env.vector import ColonyVectorEnv
+
+    return ColonyVectorEnv(cfg.num_envs, seed=seed, max_plies=cfg.max_plies)
+
+
+# --- symmetry augmentation ------------------------------------------------------------------
+def augment(obs: np.ndarray, ids: np.ndarray, syms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Show sample i in board symmetry syms[i]: planes moved, candidate action ids mapped.
+
+    Slot j of the result is the image of slot j of the input, so a slot sampled in the
+    symmetric frame indexes the same canonical action in `ids`.
+    """
+    n, c = obs.shape[:2]
+    gather = symmetry.CELL_GATHER[syms]  # [N, 100]
+    flat = obs.reshape(n, c, -1)
+    obs_aug = np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(obs.shape)
+    ids_aug = np.take_along_axis(symmetry.ACTION_MAP[syms], ids, axis=1)
+    return obs_aug, ids_aug
+
+
+# --- rollout ----------------------------------------------------------------------------------
+@dataclass
+class Rollout:
+    """One iteration's experience, indexed [step, env]."""
+
+    obs: torch.Tensor  # float[T, N, C, 10, 10] (as shown to the network, i.e. augmented)
+    ids: torch.Tensor  # int16[T, N, MAX_LEGAL]: candidate action ids in the frame of `obs`, padded
+    counts: torch.Tensor  # int64[T, N]: how many of `ids` are legal
+    slots: torch.Tensor  # int64[T, N]: the chosen slot (index into `ids`)
+    logp: torch.Tensor  # float[T, N]
+    values: np.ndarray  # float32[T, N]
+    movers: np.ndarray  # int8[T, N]
+    dones: np.ndarray  # bool[T, N]
+    rewards: np.ndarray  # float32[T, N, 2]
+    learner: np.ndarray  # bool[T, N]: taken by the learning network (trained on)
+    bootstrap: np.ndarray  # float32[N, 2]
+
+
+@dataclass
+class GameStats:
+    """Finished-game counters of one iteration."""
+
+    games: int = 0
+    plies: int = 0
+    pool_games: int = 0
+    pool_score: float = 0.0  # wins + draws/2 of the learner against pool snapshots
+
+
+class SelfPlay:
+    """Plays the vector env with the learner (and pool snapshots) and records rollouts."""
+
+    def __init__(self, cfg: TrainConfig, model: PolicyValueNet, device: torch.device, seed: int) -> None:
+        self.cfg = cfg
+        self.model = model
+        self.device = device
+        self.env = make_env(cfg, seed)
+        self.vobs = self.env.reset(seed=seed)
+        self.rng = np.random.default_rng(seed + 1)
+        self.torch_gen = torch.Generator(device="cpu").manual_seed(seed + 2)
+        n = cfg.num_envs
+        self.n_pool = int(round(cfg.pool_share * n))
+        # In pool games the learner always keeps the same colour, so a game never changes sides.
+        self.learner_colour = np.arange(n) % 2
+        self.plies = np.zeros(n, np.int64)  # length of the game in flight per env
+        self.opponent = PolicyValueNet(model.in_channels, model.channels, model.blocks).to(device).eval()
+
+    @torch.no_grad()
+    def _policy(self, net: PolicyValueNet, obs: np.ndarray, ids: np.ndarray, valid: np.ndarray):
+        """(sampled slots, their log-probs, values) for a batch of positions."""
+        logits, value = net(torch.from_numpy(obs).to(self.device), torch.from_numpy(ids).to(self.device))
+        dist = MaskedCategorical(logits.cpu(), torch.from_numpy(valid))
+        slots = dist.sample(self.torch_gen)
+        return slots, dist.log_prob(slots), value.cpu()
+
+    def collect(self, pool: OpponentPool, stats: GameStats) -> Rollout:
+        cfg, n, t_len = self.cfg, self.cfg.num_envs, self.cfg.rollout_steps
+        obs_buf = torch.zeros((t_len, n, *self.vobs.obs.shape[1:]))
+        ids_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.int16)
+        count_buf = torch.zeros((t_len, n), dtype=torch.long)
+        slot_buf = torch.zeros((t_len, n), dtype=torch.long)
+        logp_buf = torch.zeros((t_len, n))
+        values = np.zeros((t_len, n), np.float32)
+        movers = np.zeros((t_len, n), np.int8)
+        dones = np.zeros((t_len, n), bool)
+        rewards = np.zeros((t_len, n, 2), np.float32)
+        learner = np.ones((t_len, n), bool)
+        use_pool = self.n_pool > 0 and len(pool) > 0
+        if use_pool:
+            pool.sample_into(self.opponent, self.rng)
+        self.model.eval()
+        rows = np.arange(n)
+        for t in range(t_len):
+            v = self.vobs
+            ids, valid = legal_slots(v.mask)  # canonical frame
+            if cfg.augment_symmetry:
+                obs, net_ids = augment(v.obs, ids, self.rng.choice(_AUG_SYMS, size=n))
+            else:
+                obs, net_ids = v.obs, ids
+            slots, logp, value = self._policy(self.model, obs, net_ids, valid)
+            if use_pool:
+                opp = np.zeros(n, bool)
+                opp[: self.n_pool] = v.to_move[: self.n_pool] != self.learner_colour[: self.n_pool]
+                if opp.any():
+                    idx = np.flatnonzero(opp)
+                    opp_slots, _, _ = self._policy(self.opponent, obs[idx], net_ids[idx], valid[idx])
+                    slots[idx] = opp_slots
+                    learner[t, idx] = False
+            width = ids.shape[1]
+            obs_buf[t] = torch.from_numpy(obs)
+            ids_buf[t, :, :width] = torch.from_numpy(net_ids.astype(np.int16))
+            count_buf[t] = torch.from_numpy(valid.sum(axis=1))
+            slot_buf[t] = slots
+            logp_buf[t] = logp
+            values[t] = value.numpy()
+            movers[t] = v.to_move
+            self.vobs, rew, done, _reasons = self.env.step(ids[rows, slots.numpy()])
+            rewards[t] = rew
+            dones[t] = done
+            self._count_games(done, rew, use_pool, stats)
+        v = self.vobs
+        ids, _valid = legal_slots(v.mask)
+        with torch.no_grad():
+            _, last_value = self.model(torch.from_numpy(v.obs).to(self.device), torch.from_numpy(ids).to(self.device))
+        last_value = last_value.cpu().numpy()
+        bootstrap = np.empty((n, 2), np.float32)
+        mover = v.to_move.astype(np.int64)
+        bootstrap[rows, mover] = last_value
+        bootstrap[rows, 1 - mover] = -last_value  # zero-sum: the other colour's value of this state
+        return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
+                       bootstrap)
+
+    def _count_games(self, done: np.ndarray, rew: np.ndarray, use_pool: bool, stats: GameStats) -> None:
+        self.plies += 1
+        if not done.any():
+            return
+        idx = np.flatnonzero(done)
+        stats.games += len(idx)
+        stats.plies += int(self.plies[idx].sum())
+        self.plies[idx] = 0
+        if use_pool:
+            pool_idx = idx[idx < self.n_pool]
+            stats.pool_games += len(pool_idx)
+            r = rew[pool_idx, self.learner_colour[pool_idx]]
+            stats.pool_score += float(((r + 1.0) / 2.0).sum())
+
+
+# --- update -----------------------------------------------------------------------------------
+def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.Optimizer, ro: Rollout,
+               advantages: np.ndarray, returns: np.ndarray, device: torch.device,
+               rng: np.random.Generator) -> tuple[LossInfo, float]:
+    """Minibatch epochs of PPO on the learner's steps; returns the last minibatch's losses and the explained variance."""
+    keep = torch.from_numpy(ro.learner.reshape(-1))
+    b_obs = ro.obs.reshape(-1, *ro.obs.shape[2:])[keep]
+    b_counts = ro.counts.reshape(-1)[keep]
+    width = max(1, int(b_counts.max())) if len(b_counts) else 1
+    b_ids = ro.ids.reshape(-1, ro.ids.shape[-1])[keep][:, :width].long()
+    b_valid = torch.arange(width)[None, :] < b_counts[:, None]
+    b_slots = ro.slots.reshape(-1)[keep]
+    b_logp = ro.logp.reshape(-1)[keep]
+    b_values = torch.from_numpy(ro.values.reshape(-1))[keep]
+    b_adv = torch.from_numpy(advantages.reshape(-1))[keep]
+    b_ret = torch.from_numpy(returns.reshape(-1))[keep]
+    size = len(b_slots)
+    mb = max(1, size // cfg.num_minibatches)
+    model.train()
+    info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0)
+    for _epoch in range(cfg.update_epochs):
+        order = rng.permutation(size)
+        for start in range(0, size - mb + 1, mb):
+            i = torch.from_numpy(order[start : start + mb])
+            loss, info = ppo_loss(
+                model, b_obs[i].to(device), b_ids[i].to(device), b_valid[i].to(device), b_slots[i].to(device),
+                b_logp[i].to(device),
+                b_values[i].to(device), b_adv[i].to(device), b_ret[i].to(device),
+                cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv,
+            )  # fmt: skip
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+        if cfg.target_kl > 0 and info.approx_kl > cfg.target_kl:
+            break
+    var = float(b_ret.var()) if size > 1 else 0.0
+    explained = float("nan") if var == 0 else 1.0 - float((b_ret - b_values).var()) / var
+    return info, explained
+
+
+# --- evaluation -------------------------------------------------------------------------------
+def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int) -> dict[str, dict[str, float]]:
+    """Greedy play of `model` against each agent spec via the evaluation module (training.evaluate)."""
+    from . import evaluate
+    from .checkpoint import PolicyAgent
+
+    agent = PolicyAgent(_cpu_copy(model), name="learner", greedy=True)
+    results: dict[str, dict[str, float]] = {}
+    for spec in specs:
+        t0 = time.perf_counter()
+        r = evaluate.evaluate_agents(agent, spec, games=games, seed=seed)
+        results[spec] = {
+            "games": r.games, "win_rate": r.win_rate, "draw_rate": r.draw_rate, "loss_rate": r.loss_rate,
+            "seconds": time.perf_counter() - t0,
+        }  # fmt: skip
+    return results
+
+
+def _cpu_copy(model: PolicyValueNet) -> PolicyValueNet:
+    net = PolicyValueNet(model.in_channels, model.channels, model.blocks)
+    net.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
+    return net.eval()
+
+
+# --- run directory ----------------------------------------------------------------------------
+class RunLog:
+    """CSV files and TensorBoard events of one run (appending when resumed)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.run_dir = run_dir
+        self.tb = SummaryWriter(str(run_dir / "tb"))
+        self.metrics = self._open(run_dir / "metrics.csv", METRIC_FIELDS)
+        self.evals = self._open(run_dir / "eval.csv", EVAL_FIELDS)
+
+    @staticmethod
+    def _open(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]:
+        new = not path.exists()
+        f = path.open("a", newline="")
+        w = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            w.writeheader()
+        return f, w
+
+    def metric(self, row: dict[str, Any]) -> None:
+        f, w = self.metrics
+        w.writerow(row)
+        f.flush()
+        for k, v in row.items():
+            if k not in ("iteration", "global_step") and isinstance(v, (int, float)) and np.isfinite(v):
+                self.tb.add_scalar(f"train/{k}", v, row["global_step"])
+
+    def evaluation(self, iteration: int, step: int, results: dict[str, dict[str, float]]) -> None:
+        f, w = self.evals
+        for spec, r in results.items():
+            w.writerow({"iteration": iteration, "global_step": step, "opponent": spec, **r})
+            self.tb.add_scalar(f"eval/win_rate_vs_{spec}", r["win_rate"], step)
+        f.flush()
+
+    def close(self) -> None:
+        self.tb.close()
+        self.metrics[0].close()
+        self.evals[0].close()
+
+
+def new_run_dir(cfg: TrainConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}"
+    run_dir, k = base, 1
+    while run_dir.exists():
+        k += 1
+        run_dir = base.with_name(f"{base.name}-{k}")
+    (run_dir / "checkpoints").mkdir(parents=True)
+    return run_dir
+
+
+def hardware() -> str:
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"{platform.processor() or platform.machine()} ({torch.get_num_threads()} torch threads)"
+
+
+def _prune(ckpt_dir: Path, keep: int) -> None:
+    numbered = sorted(ckpt_dir.glob("step_*.pt"))
+    for old in numbered[: max(0, len(numbered) - keep)]:
+        old.unlink(missing_ok=True)
+
+
+# --- the loop ---------------------------------------------------------------------------------
+def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, progress: bool = True) -> Path:
+    """Run (or resume) a training run; returns the run directory."""
+    torch.set_num_threads(cfg.torch_threads)
+    device = resolve_device(cfg.device)
+    if run_dir is None:
+        run_dir = new_run_dir(cfg)
+    ckpt_dir = run_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, run_dir / "config.yaml")
+
+    from colony_env.observation import OBS_CHANNELS
+
+    torch.manual_seed(cfg.seed)
+    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    pool = OpponentPool(cfg.pool_size)
+    iteration, global_step, wall_before = 0, 0, 0.0
+    if resume:
+        data = read_checkpoint(ckpt_dir / "latest.pt")
+        model.load_state_dict(data["model"])
+        if "optimizer" in data:
+            optimizer.load_state_dict(data["optimizer"])
+        pool = OpponentPool.from_state(data.get("pool", {}), cfg.pool_size)
+        iteration = int(data["meta"]["iteration"])
+        global_step = int(data["meta"]["global_step"])
+        wall_before = float(data["meta"].get("wall_time_s", 0.0))
+    # A resumed run gets fresh games and generators derived from where it stopped.
+    play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
+    update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
+    log = RunLog(run_dir)
+    t_start = time.perf_counter()
+    bar = tqdm(total=cfg.num_iterations * cfg.batch_size, initial=global_step, unit="step", disable=not progress,
+               dynamic_ncols=True, desc=run_dir.name)
+    last_eval: dict[str, float] = {}
+
+    def checkpoint(final: bool = False) -> None:
+        meta = {
+            "iteration": iteration, "global_step": global_step,
+            "wall_time_s": wall_before + time.perf_counter() - t_start, "hardware": hardware(),
+            "torch": torch.__version__, "device": str(device), "last_eval": dict(last_eval), "final": final,
+        }  # fmt: skip
+        extra = {"optimizer": optimizer.state_dict(), "pool": pool.state()}
+        save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
+        save_checkpoint(ckpt_dir / f"step_{global_step:09d}.pt", model, cfg.to_dict(), meta)
+        _prune(ckpt_dir, cfg.keep_checkpoints)
+
+    try:
+        while iteration < cfg.num_iterations:
+            t_iter = time.perf_counter()
+            if cfg.anneal_lr:
+                frac = 1.0 - iteration / cfg.num_iterations
+                optimizer.param_groups[0]["lr"] = frac * cfg.learning_rate
+            stats = GameStats()
+            ro = play.collect(pool, stats)
+            adv, ret = per_player_gae(ro.values, ro.movers, ro.dones, ro.rewards, ro.bootstrap, cfg.gamma, cfg.gae_lambda)
+            info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng)
+            iteration += 1
+            global_step += cfg.batch_size
+            if iteration % cfg.snapshot_every == 0:
+                pool.add(model, global_step)
+            sps = cfg.batch_size / (time.perf_counter() - t_iter)
+            row = {
+                "iteration": iteration, "global_step": global_step,
+                "wall_time": round(wall_before + time.perf_counter() - t_start, 2), "steps_per_s": round(sps, 1),
+                "learning_rate": optimizer.param_groups[0]["lr"], **dataclasses.asdict(info),
+                "explained_var": explained, "games": stats.games,
+                "mean_game_plies": (stats.plies / stats.games) if stats.games else float("nan"),
+                "pool_games": stats.pool_games,
+                "pool_win_rate": (stats.pool_score / stats.pool_games) if stats.pool_games else float("nan"),
+                "pool_size": len(pool),
+            }  # fmt: skip
+            log.metric(row)
+            done = iteration >= cfg.num_iterations
+            if (cfg.eval_every and iteration % cfg.eval_every == 0) and not done:
+                res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, seed=cfg.seed + iteration)
+                log.evaluation(iteration, global_step, res)
+                last_eval = {spec: r["win_rate"] for spec, r in res.items()}
+            if iteration % cfg.checkpoint_every == 0 or done:
+                checkpoint(final=done)
+            bar.update(cfg.batch_size)
+            post = {"sps": f"{sps:.0f}", "pl": f"{info.policy_loss:.3f}", "vl": f"{info.value_loss:.3f}",
+                    "ent": f"{info.entropy:.2f}"}
+            if stats.pool_games:
+                post["pool"] = f"{row['pool_win_rate']:.2f}"
+            post.update({f"vs_{k}": f"{v:.2f}" for k, v in last_eval.items()})
+            bar.set_postfix(post, refresh=False)
+        bar.close()
+        if cfg.final_eval_games:
+            res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)
+            log.evaluation(iteration, global_step, res)
+            last_eval = {spec: r["win_rate"] for spec, r in res.items()}
+            checkpoint(final=True)
+            for spec, r in res.items():
+                print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
+                      f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
+    finally:
+        log.close()
+    try:
+        from .plot import plot_run
+
+        plot_run(run_dir)
+    except Exception as e:  # plotting must never lose a finished run
+        print(f"warning: plots not written: {e}", file=sys.stderr)
+    return run_dir
+
+
+# --- CLI --------------------------------------------------------------------------------------
+def _split_overrides(rest: list[str]) -> dict[str, Any]:
+    """`--key value` / `--key=value` pairs for any TrainConfig field."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--"):
+            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --num-envs 16")
+        key, eq, val = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"option --{key} needs a value")
+            val = rest[i + 1]
+            i += 1
+        name, value = parse_override(key, val)
+        out[name] = value
+        i += 1
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="colony-train",
+        description="Self-play PPO for Colony. Any config key can be overridden: --num-envs 16 --total-steps 1e5.",
+    )
+    p.add_argument("--config", help="YAML config (configs/quickstart.yaml, configs/selfplay_ppo.yaml)")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from RUN_DIR/checkpoints/latest.pt")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), help="where the network runs (default: config)")
+    p.add_argument("--run-dir", help="write the run here instead of <out_dir>/<run_name>-<timestamp>")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    try:
+        overrides = _split_overrides(rest)
+        if args.device:
+            overrides["device"] = args.device
+        if args.resume:
+            run_dir = Path(args.resume)
+            if not (run_dir / "config.yaml").is_file():
+                raise ConfigError(f"--resume {str(run_dir)!r}: no config.yaml there (not a run directory)")
+            if not (run_dir / "checkpoints" / "latest.pt").is_file():
+                raise ConfigError(f"--resume {str(run_dir)!r}: no checkpoints/latest.pt to resume from")
+            cfg = load_config(run_dir / "config.yaml", overrides)
+            out = train(cfg, run_dir=run_dir, resume=True, progress=not args.no_progress)
+        else:
+            if not args.config:
+                raise ConfigError("give --config FILE (e.g. configs/quickstart.yaml) or --resume RUN_DIR")
+            cfg = load_config(args.config, overrides)
+            run_dir = Path(args.run_dir) if args.run_dir else None
+            if run_dir is not None and (run_dir / "checkpoints" / "latest.pt").exists():
+                raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; use --resume to continue it")
+            out = train(cfg, run_dir=run_dir, resume=False, progress=not args.no_progress)
+    except (ConfigError, CheckpointError) as e:
+        print(f"colony-train: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("colony-train: interrupted; resume with --resume RUN_DIR (from the last checkpoint)", file=sys.stderr)
+        return 130
+    print(f"run directory: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
