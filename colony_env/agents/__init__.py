@@ -1,0 +1,28 @@
+"""Engine-level agents: `act(state, rng) -> action id` (board frame), never illegal.
+
+* `RandomAgent`: uniform over the legal actions;
+* `GreedyAgent`: one ply with a colony heuristic (documented in `greedy.py`);
+* `MCTSAgent`: UCT with random rollouts in compiled code, OpenSpiel `MCTSBot` shape,
+  with an `Evaluator` interface so a network can guide the search later.
+
+Speed: `python -m colony_env.agents.bench` prints simulations per second per core.
+Agent spec strings (`random`, `greedy`, `mcts:200`, `checkpoint:PATH`) are parsed in
+`training.agent_specs`, which may also load trained policies (torch lives there).
+"""
+
+from .base import Agent, require_ongoing
+from .greedy import GreedyAgent
+from .mcts import DEFAULT_UCT_C, Evaluator, MCTSAgent, RandomRolloutEvaluator, SearchNode
+from .random_agent import RandomAgent
+
+__all__ = [
+    "DEFAULT_UCT_C",
+    "Agent",
+    "Evaluator",
+    "GreedyAgent",
+    "MCTSAgent",
+    "RandomAgent",
+    "RandomRolloutEvaluator",
+    "SearchNode",
+    "require_ongoing",
+]

@@ -1,0 +1,395 @@
+"""Compiled kernels of the engine-level agents: UCT search with random rollouts, greedy scoring.
+
+Everything here runs on the packed state vector (`constants.py`) and calls only the
+engine's own kernels (`_core._generate`, `_core.apply_unchecked`, `_core.winner`,
+`_core.colony_table`), so no rule is re-implemented: legality is whatever the engine
+generates. Randomness comes from numba's internal generator, seeded once per call from
+the caller's `numpy.random.Generator`, so a search is reproducible from that generator.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .. import _core
+from ..constants import (
+    DISPLACEMENT_BASE,
+    I_MAX_PLIES,
+    I_PLY,
+    I_REASON,
+    I_TO_MOVE,
+    I_UNLOCKED,
+    MAX_COMPONENT,
+    MAX_PUSH,
+    MAX_STEP,
+    MOVES_PER_CELL,
+    N_CELLS,
+    N_DIRECTIONS,
+    N_SATELLITES,
+    NOBODY,
+    PASS_ACTION,
+    STATE_LEN,
+)
+
+MAX_LEGAL = _core.MAX_LEGAL
+ORTH = _core.ORTH
+RAY = _core.RAY
+PUSHES = N_DIRECTIONS * MAX_PUSH  # displacement ids per (satellite, landing direction)
+# Initial room for the children lists of expanded nodes, per node (grows when needed).
+# A typical Colony position has about 70 legal actions.
+POOL_PER_NODE = 96
+
+
+# ---------------------------------------------------------------------------------
+# Rollouts
+
+
+@njit(cache=True)
+def red_value(final: np.ndarray) -> float:
+    """+1 red won, -1 blue won, 0 draw (R7) for a finished state."""
+    w = _core.winner(final[:N_CELLS])
+    if w == 0:
+        return 1.0
+    if w == 1:
+        return -1.0
+    return 0.0
+
+
+# Tries of the rejection sampler before it falls back to generating every legal action.
+SAMPLE_TRIES = 64
+
+
+@njit(cache=True)
+def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.ndarray) -> int:
+    """A uniformly random legal action of the ongoing state `a`, without listing them all.
+
+    Rejection sampling: draw uniformly from a superset of the legal non-pass actions
+    and keep the first draw the engine accepts (`_core.action_code`, the same check
+    `apply_action` uses). The superset holds every move (s, d, k <= v) of the mover's
+    unconnected satellites (R3.2, R4.1: no legal move goes further than v) and, once
+    connections are unlocked (R4.2.1), every displacement whose landing cell, exactly v
+    away, holds an unconnected opposing satellite (R4.2). Draws that land off the board
+    or on a satellite are rejected before asking the engine. After `SAMPLE_TRIES`
+    rejections it falls back to `_core._generate` (which also finds a forced pass, R4.3).
+    Either way each legal action has the same probability, so rollouts play exactly
+    like uniform random play, at about twice the speed of generating every action.
+    `sats`, `cands` and `buf` are scratch arrays (12, 96 and MAX_LEGAL long).
+    """
+    board = a[:N_CELLS]
+    me = 1 if a[I_TO_MOVE] == 0 else -1
+    unlocked = a[I_UNLOCKED] != 0
+    n_sats = 0
+    n_moves = 0
+    n_cands = 0
+    for i in range(N_CELLS):
+        if board[i] * me > 0 and not _core._is_connected(board, i):
+            sats[n_sats] = i
+            n_sats += 1
+            v = abs(board[i])
+            n_moves += N_DIRECTIONS * v
+            if unlocked:
+                for d in range(N_DIRECTIONS):
+                    x = RAY[i, d, v - 1]
+                    if x >= 0 and board[x] * me < 0 and not _core._is_connected(board, x):
+                        cands[n_cands] = N_DIRECTIONS * i + d
+                        n_cands += 1
+    total = n_moves + PUSHES * n_cands
+    if total > 0:
+        for _ in range(SAMPLE_TRIES):
+            r = np.random.randint(total)
+            if r < n_moves:
+                j = 0
+                while r >= N_DIRECTIONS * abs(board[sats[j]]):
+                    r -= N_DIRECTIONS * abs(board[sats[j]])
+                    j += 1
+                s = sats[j]
+                v = abs(board[s])
+                d = r // v
+                k = r % v + 1
+                t = RAY[s, d, k - 1]
+                if t < 0 or board[t] != 0:
+                    continue
+                action = MOVES_PER_CELL * s + MAX_STEP * d + (k - 1)
+            else:
+                r -= n_moves
+                sd = cands[r // PUSHES]
+                rem = r % PUSHES
+                action = DISPLACEMENT_BASE + MAX_PUSH * (N_DIRECTIONS * sd + rem // MAX_PUSH) + rem % MAX_PUSH
+            if _core.action_code(a, action) == _core.OK:
+                return action
+    n = _core._generate(a, buf, False)
+    return PASS_ACTION if n == 0 else buf[np.random.randint(n)]
+
+
+@njit(cache=True)
+def rollout(a: np.ndarray, buf: np.ndarray) -> float:
+    """Uniformly random legal actions from `a` to the end; the red value of the result.
+
+    Uses numba's generator (seed it first); `buf` is an int16 scratch of `MAX_LEGAL`.
+    """
+    sats = np.empty(N_SATELLITES, np.int64)
+    cands = np.empty(N_SATELLITES * N_DIRECTIONS, np.int64)
+    cur = a
+    while cur[I_REASON] == 0:
+        cur = _core.apply_unchecked(cur, sample_legal(cur, sats, cands, buf))
+    return red_value(cur)
+
+
+@njit(cache=True)
+def random_playout(a: np.ndarray, seed: int) -> np.ndarray:
+    """Like `_core.random_playout` (uniform random play to the end) with the faster sampler."""
+    np.random.seed(seed)
+    buf = np.empty(MAX_LEGAL, np.int16)
+    sats = np.empty(N_SATELLITES, np.int64)
+    cands = np.empty(N_SATELLITES * N_DIRECTIONS, np.int64)
+    cur = a
+    while cur[I_REASON] == 0:
+        cur = _core.apply_unchecked(cur, sample_legal(cur, sats, cands, buf))
+    return cur
+
+
+@njit(cache=True)
+def seed_numba(seed: int) -> None:
+    """Seed numba's internal generator (separate from numpy's) for the calling thread."""
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def rollout_values(a: np.ndarray, n_rollouts: int, seed: int) -> float:
+    """Mean red value of `n_rollouts` random playouts from `a` (seeded)."""
+    np.random.seed(seed)
+    buf = np.empty(MAX_LEGAL, np.int16)
+    total = 0.0
+    for _ in range(n_rollouts):
+        total += rollout(a, buf)
+    return total / n_rollouts
+
+
+# ---------------------------------------------------------------------------------
+# UCT (Kocsis & Szepesvari 2006) with the node layout of OpenSpiel's MCTSBot, in arrays.
+
+
+@njit(cache=True)
+def uct_search(
+    root: np.ndarray, max_simulations: int, uct_c: float, n_rollouts: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Run `max_simulations` UCT simulations from `root`; return the root's children.
+
+    Returns (actions, visits, total_reward, simulations run). `total_reward[i]` sums
+    the returns of the player to move at the root over the visits of child `i`.
+
+    Tree policy, as OpenSpiel's `MCTSBot` with its default `SearchNode.uct_value`:
+    a node's children are the legal actions in a random order (created when the node
+    is first passed through); an unvisited child is taken first, otherwise the child
+    maximising `W/N + uct_c * sqrt(ln N_parent / N)`. A new child is evaluated by
+    `n_rollouts` random playouts (a terminal child by its exact result), and every
+    node on the path adds the return of the player who moved into it (the player to
+    move in its parent: grace moves (R6.3) let one colour move twice in a row, so
+    turns do not simply alternate). The root is expanded before the first simulation,
+    so every simulation evaluates a new node and `max_simulations >= 1` suffices.
+    """
+    np.random.seed(seed)
+    cap = max_simulations + 1
+    states = np.empty((cap, STATE_LEN), np.int32)
+    visits = np.zeros(cap, np.int64)
+    reward = np.zeros(cap, np.float64)
+    mover = np.full(cap, -1, np.int64)  # colour that moved into the node
+    first = np.full(cap, -1, np.int64)  # start of the node's children in the pool
+    n_kids = np.zeros(cap, np.int64)
+    pool_cap = max(POOL_PER_NODE * cap, 2 * MAX_LEGAL)
+    pool_action = np.empty(pool_cap, np.int64)
+    pool_node = np.empty(pool_cap, np.int64)
+    pool_n = 0
+    buf = np.empty(MAX_LEGAL, np.int16)
+    path = np.empty(cap + 1, np.int64)
+    states[0] = root
+    visits[0] = 1  # expanded right away; its own value is never used
+    n_nodes = 1
+    sims = 0
+    if root[I_REASON] != 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64), 0
+    for _ in range(max_simulations):
+        node = 0
+        depth = 0
+        path[0] = 0
+        while states[node, I_REASON] == 0 and visits[node] > 0:
+            if first[node] < 0:  # expand: children in a random order (OpenSpiel shuffles too)
+                n = _core._generate(states[node], buf, False)
+                if n == 0:
+                    buf[0] = PASS_ACTION  # R4.3
+                    n = 1
+                for i in range(n - 1, 0, -1):
+                    j = np.random.randint(i + 1)
+                    t = buf[i]
+                    buf[i] = buf[j]
+                    buf[j] = t
+                if pool_n + n > pool_cap:
+                    pool_cap = 2 * pool_cap + n
+                    grown_a = np.empty(pool_cap, np.int64)
+                    grown_n = np.empty(pool_cap, np.int64)
+                    grown_a[:pool_n] = pool_action[:pool_n]
+                    grown_n[:pool_n] = pool_node[:pool_n]
+                    pool_action = grown_a
+                    pool_node = grown_n
+                first[node] = pool_n
+                n_kids[node] = n
+                for i in range(n):
+                    pool_action[pool_n + i] = buf[i]
+                    pool_node[pool_n + i] = -1
+                pool_n += n
+            base = first[node]
+            log_n = math.log(visits[node])
+            pick = -1
+            best = -np.inf
+            for i in range(n_kids[node]):
+                c = pool_node[base + i]
+                if c < 0:  # unvisited: UCT value +inf, first in the shuffled order wins
+                    pick = i
+                    break
+                u = reward[c] / visits[c] + uct_c * math.sqrt(log_n / visits[c])
+                if u > best:
+                    best = u
+                    pick = i
+            child = pool_node[base + pick]
+            if child < 0:
+                child = n_nodes
+                n_nodes += 1
+                states[child] = _core.apply_unchecked(states[node], pool_action[base + pick])
+                mover[child] = states[node, I_TO_MOVE]
+                pool_node[base + pick] = child
+            node = child
+            depth += 1
+            path[depth] = node
+        leaf = states[node]
+        if leaf[I_REASON] != 0:
+            value = red_value(leaf)
+        else:
+            value = 0.0
+            for _r in range(n_rollouts):
+                value += rollout(leaf, buf)
+            value /= n_rollouts
+        for k in range(depth + 1):
+            x = path[k]
+            visits[x] += 1
+            if mover[x] == 0:
+                reward[x] += value
+            elif mover[x] == 1:
+                reward[x] -= value
+        sims += 1
+    base = first[0]
+    n = n_kids[0]
+    actions = np.empty(n, np.int64)
+    child_visits = np.zeros(n, np.int64)
+    child_reward = np.zeros(n, np.float64)
+    for i in range(n):
+        actions[i] = pool_action[base + i]
+        c = pool_node[base + i]
+        if c >= 0:
+            child_visits[i] = visits[c]
+            child_reward[i] = reward[c]
+    return actions, child_visits, child_reward, sims
+
+
+# ---------------------------------------------------------------------------------
+# Greedy scoring: one ply of the mover, then the opponent's best colony-changing reply.
+
+WIN_SCORE = 1000.0  # a won game outweighs any position
+COLONY_WEIGHT = 10.0  # one controlled colony more than the opponent (R7.2)
+LEAD_WEIGHT = 4.0  # who would win if the game ended now, tiebreak included (R7.3)
+CROWN_BONUS = 2.0  # a controlled crowned colony (R3.4) can never change hands
+MARGIN_WEIGHT = 0.5  # per point of value margin inside an uncrowned colony (R7.1) ...
+MARGIN_CAP = 4  # ... counted up to this many points either way
+
+
+@njit(cache=True)
+def _quick(a: np.ndarray, p: int) -> float:
+    """Colony balance for colour `p`: +-WIN_SCORE when over, else control difference and lead."""
+    if a[I_REASON] != 0:
+        return WIN_SCORE * (red_value(a) if p == 0 else -red_value(a))
+    table = _core.colony_table(a[:N_CELLS])
+    diff = 0
+    for row in range(table.shape[0]):
+        ctrl = table[row, 4]
+        if ctrl == p:
+            diff += 1
+        elif ctrl != NOBODY:
+            diff -= 1
+    w = _core.winner(a[:N_CELLS])
+    lead = 1.0 if w == p else (-1.0 if w == 1 - p else 0.0)
+    return COLONY_WEIGHT * diff + LEAD_WEIGHT * lead
+
+
+@njit(cache=True)
+def _margins(a: np.ndarray, p: int) -> float:
+    """Safety of colony control: capped value margins of uncrowned colonies, a bonus for crowns."""
+    table = _core.colony_table(a[:N_CELLS])
+    total = 0.0
+    for row in range(table.shape[0]):
+        mine = table[row, 2] if p == 0 else table[row, 3]
+        theirs = table[row, 3] if p == 0 else table[row, 2]
+        if table[row, 1] == MAX_COMPONENT:
+            if mine > theirs:
+                total += CROWN_BONUS
+            elif theirs > mine:
+                total -= CROWN_BONUS
+        else:
+            m = min(max(mine - theirs, -MARGIN_CAP), MARGIN_CAP)
+            total += MARGIN_WEIGHT * m
+    return total
+
+
+@njit(cache=True, inline="always")
+def _is_quiet(a: np.ndarray, action: int) -> bool:
+    """A normal move that changes no connection and cannot end the game.
+
+    A move whose target touches no opposing satellite connects nothing (R3.1), and
+    the satellite leaving was unconnected (R3.2), so colonies stay as they are; only
+    the ply limit (R6.2.4) could end the game through it.
+    """
+    if action >= MOVES_PER_CELL * N_CELLS or a[I_PLY] + 1 >= a[I_MAX_PLIES]:
+        return False
+    s = action // MOVES_PER_CELL
+    rem = action % MOVES_PER_CELL
+    t = RAY[s, rem // MAX_STEP, rem % MAX_STEP]
+    me = a[s]
+    for j in range(4):
+        n = ORTH[t, j]
+        if n >= 0 and n != s and a[n] * me < 0:
+            return False
+    return True
+
+
+@njit(cache=True)
+def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """Score of each of the mover's `actions` (legal) by the heuristic of `GreedyAgent`.
+
+    score = quick(after) + margins(after) - threat(after), with `quick` and `margins`
+    above and `threat` the largest drop of `quick` that one reply of the opponent can
+    cause when the opponent is to move next (only replies that can change colonies or
+    end the game are tried: the rest leave `quick` unchanged).
+    """
+    p = a[I_TO_MOVE]
+    scores = np.empty(actions.shape[0], np.float64)
+    buf = np.empty(MAX_LEGAL, np.int16)
+    for i in range(actions.shape[0]):
+        after = _core.apply_unchecked(a, actions[i])
+        q = _quick(after, p)
+        if after[I_REASON] != 0:
+            scores[i] = q
+            continue
+        threat = 0.0
+        if after[I_TO_MOVE] != p:
+            n = _core._generate(after, buf, False)
+            if n == 0:
+                reply = _core.apply_unchecked(after, PASS_ACTION)
+                threat = max(threat, q - _quick(reply, p))
+            for j in range(n):
+                if _is_quiet(after, buf[j]):
+                    continue
+                reply = _core.apply_unchecked(after, buf[j])
+                threat = max(threat, q - _quick(reply, p))
+        scores[i] = q + _margins(after, p) - threat
+    return scores

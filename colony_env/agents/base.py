@@ -1,0 +1,38 @@
+"""The agent interface shared by every player of Colony: engine-level, one method.
+
+An agent sees the engine's `GameState` and returns a legal action id in the absolute
+board frame (RULES.md R8). Randomness is injected: the caller passes the
+`numpy.random.Generator` to use, so a game is reproducible from its seeds and one agent
+object can serve many games (in parallel workers, each with its own generator).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..engine import GameState
+
+
+class Agent(ABC):
+    """A player: `act(state, rng) -> action id` (board frame), never an illegal action.
+
+    `name` identifies the agent in tables and game records (the agent spec string
+    when built from one, e.g. `mcts:200`).
+    """
+
+    name: str = "agent"
+
+    @abstractmethod
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        """A legal action for `state.to_move`; `ValueError` if the game is over."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def require_ongoing(state: GameState) -> None:
+    """Agents are asked to move only in ongoing games (R8.4: nothing is legal after the end)."""
+    if state.is_over:
+        raise ValueError(f"the game is over ({state.end_reason}); no action is legal (R8.4)")
