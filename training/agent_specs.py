@@ -1,0 +1,146 @@
+"""Agent spec strings, the one way every CLI names a player.
+
+| spec                     | agent                                                        |
+|--------------------------|--------------------------------------------------------------|
+| `random`                 | uniform over the legal actions                               |
+| `greedy`                 | one-ply colony heuristic (`colony_env.agents.greedy`)         |
+| `mcts:N`                 | UCT with N simulations per move and random rollouts, uct_c 2 |
+| `mcts:N:C`               | the same with exploration constant C                          |
+| `checkpoint:PATH`        | a trained policy, most likely legal action                   |
+| `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |
+
+Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`,
+which the trainer provides and which must return an object with `name` and
+`act(state, rng) -> board-frame action id` (the `colony_env.agents.Agent` interface).
+Any problem (unknown spec, missing or corrupt file) is an `AgentSpecError` with a
+one-line message saying what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import colony_env as ce
+from colony_env.agents import Agent, GreedyAgent, MCTSAgent, RandomAgent
+from colony_env.agents.mcts import DEFAULT_UCT_C
+
+SPEC_HELP = (
+    "allowed agent specs: 'random', 'greedy', 'mcts:N' (N simulations per move, e.g. mcts:200), "
+    "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy) or 'checkpoint:PATH:sample'"
+)
+SAMPLE_SUFFIX = ":sample"
+GREEDY_SUFFIX = ":greedy"
+CHECKPOINT_MODULE = "training.checkpoint"
+
+
+class AgentSpecError(ValueError):
+    """An agent spec that cannot be turned into an agent; the message is one line."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """A parsed spec. `text` is the canonical string, used as the agent's name."""
+
+    kind: str  # random | greedy | mcts | checkpoint
+    text: str
+    simulations: int = 0
+    uct_c: float = DEFAULT_UCT_C
+    path: str = ""
+    greedy: bool = True
+
+
+def _positive_int(text: str, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise AgentSpecError(f"{what}: {text!r} is not a whole number; {SPEC_HELP}") from None
+    if value < 1:
+        raise AgentSpecError(f"{what}: must be at least 1, got {value}; {SPEC_HELP}")
+    return value
+
+
+def parse_agent_spec(spec: str) -> AgentSpec:
+    """Parse a spec string (table above); `AgentSpecError` if it is not one."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise AgentSpecError(f"empty agent spec; {SPEC_HELP}")
+    text = spec.strip()
+    low = text.lower()
+    if low in ("random", "greedy"):
+        return AgentSpec(kind=low, text=low)
+    if low == "mcts" or low.startswith("mcts:"):
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or not parts[1]:
+            raise AgentSpecError(f"bad MCTS spec {text!r}: write mcts:N or mcts:N:C; {SPEC_HELP}")
+        sims = _positive_int(parts[1], f"MCTS spec {text!r}")
+        c = DEFAULT_UCT_C
+        if len(parts) == 3:
+            try:
+                c = float(parts[2])
+            except ValueError:
+                raise AgentSpecError(f"MCTS spec {text!r}: uct_c {parts[2]!r} is not a number; {SPEC_HELP}") from None
+            if not math.isfinite(c) or c < 0:
+                raise AgentSpecError(f"MCTS spec {text!r}: uct_c must be a finite number >= 0; {SPEC_HELP}")
+        canonical = f"mcts:{sims}" if len(parts) == 2 else f"mcts:{sims}:{parts[2]}"
+        return AgentSpec(kind="mcts", text=canonical, simulations=sims, uct_c=c)
+    if low.startswith("checkpoint:"):
+        path = text[len("checkpoint:") :]
+        greedy = True
+        if path.lower().endswith(SAMPLE_SUFFIX):
+            path, greedy = path[: -len(SAMPLE_SUFFIX)], False
+        elif path.lower().endswith(GREEDY_SUFFIX):
+            path = path[: -len(GREEDY_SUFFIX)]
+        if not path:
+            raise AgentSpecError(f"checkpoint spec {text!r} has no path; {SPEC_HELP}")
+        return AgentSpec(kind="checkpoint", text=text, path=path, greedy=greedy)
+    raise AgentSpecError(f"unknown agent spec {text!r}; {SPEC_HELP}")
+
+
+class _NamedAgent(Agent):
+    """A loaded policy under the spec's name, so tables and records show what the user typed."""
+
+    def __init__(self, inner: object, name: str) -> None:
+        self.inner = inner
+        self.name = name
+
+    def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
+        return int(self.inner.act(state, rng))  # type: ignore[attr-defined]
+
+
+def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
+    if not Path(spec.path).is_file():
+        raise AgentSpecError(f"checkpoint file not found: {spec.path!r} (expected a .pt file written by colony-train)")
+    try:
+        module = importlib.import_module(CHECKPOINT_MODULE)
+        loader = getattr(module, "load_policy_agent")
+    except (ImportError, AttributeError):
+        raise AgentSpecError(
+            f"cannot load {spec.path!r}: {CHECKPOINT_MODULE}.load_policy_agent is not available in this installation"
+        ) from None
+    try:
+        inner = loader(spec.path, greedy=spec.greedy)
+    except Exception as e:  # a corrupt file can fail anywhere in torch; report it in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise AgentSpecError(f"cannot load checkpoint {spec.path!r}: {first[:300]}") from None
+    if not callable(getattr(inner, "act", None)):
+        raise AgentSpecError(f"{CHECKPOINT_MODULE}.load_policy_agent returned {type(inner).__name__}, which has no act()")
+    return _NamedAgent(inner, spec.text)
+
+
+def make_agent(spec: str | AgentSpec) -> Agent:
+    """The agent for a spec (string or parsed); `AgentSpecError` with a one-line reason."""
+    parsed = spec if isinstance(spec, AgentSpec) else parse_agent_spec(spec)
+    if parsed.kind == "random":
+        return RandomAgent(name=parsed.text)
+    if parsed.kind == "greedy":
+        return GreedyAgent(name=parsed.text)
+    if parsed.kind == "mcts":
+        return MCTSAgent(uct_c=parsed.uct_c, max_simulations=parsed.simulations, name=parsed.text)
+    return _load_checkpoint_agent(parsed)
+
+
+__all__ = ["SPEC_HELP", "AgentSpec", "AgentSpecError", "make_agent", "parse_agent_spec"]

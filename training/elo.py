@@ -1,0 +1,176 @@
+"""Elo ratings fitted by maximum likelihood over all games, and score intervals.
+
+Model (Bradley-Terry on the Elo scale): agent `i` scores against agent `j` with
+expectation `E_ij = 1 / (1 + 10 ** ((R_j - R_i) / 400))`; a win counts 1, a draw 1/2,
+a loss 0, and the log-likelihood of a results table is
+
+    L(R) = sum over pairs of  S_ij * log E_ij + (N_ij - S_ij) * log(1 - E_ij)
+
+with `S_ij` the score of `i` against `j` over `N_ij` games. The ratings maximise `L`
+with one agent anchored at 0 (`random` when present). An agent that won or lost every
+game has no finite maximum, so by default each pair that played also gets
+`prior_draws` virtual drawn games (one), which keeps every rating finite and pulls
+lopsided ratings slightly toward each other; pass `prior_draws=0` for the plain MLE.
+Error bars are 95% normal intervals from the observed information (the inverse of the
+negative Hessian of `L` at the maximum, anchor fixed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per unit of the logistic strength
+Z95 = 1.959963984540054  # two-sided 95% normal quantile
+MAX_NEWTON_STEPS = 100
+MAX_STEP = 2.0  # largest change of a strength per Newton step (in logistic units), for stability
+TOLERANCE = 1e-10
+DEFAULT_PRIOR_DRAWS = 1.0
+
+
+@dataclass(frozen=True)
+class PairTally:
+    """Results of `a` against `b`: wins, draws and losses counted from `a`'s side."""
+
+    a: str
+    b: str
+    wins: float
+    draws: float
+    losses: float
+
+    @property
+    def games(self) -> float:
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else float("nan")
+
+
+@dataclass(frozen=True)
+class EloFit:
+    """Fitted ratings: `ratings[name]` and `ci95[name]` (half-width) in Elo points."""
+
+    agents: tuple[str, ...]
+    ratings: dict[str, float]
+    ci95: dict[str, float]
+    anchor: str
+    prior_draws: float
+
+    def ladder(self) -> list[tuple[str, float, float]]:
+        """(agent, rating, 95% half-width), strongest first."""
+        return sorted(((a, self.ratings[a], self.ci95[a]) for a in self.agents), key=lambda t: -t[1])
+
+
+def fit_elo(
+    tallies: Iterable[PairTally],
+    agents: Sequence[str] | None = None,
+    anchor: str | None = None,
+    prior_draws: float = DEFAULT_PRIOR_DRAWS,
+) -> EloFit:
+    """Maximum-likelihood Elo over a results table (module docstring); Newton's method.
+
+    `agents` fixes the order (default: first appearance); `anchor` is rated 0 (default
+    `random` if present, else the first agent). ValueError if an agent played no games
+    or the comparison graph is split (ratings across parts would be undetermined).
+    """
+    tallies = [t for t in tallies if t.games > 0]
+    names = list(agents) if agents is not None else list(dict.fromkeys(n for t in tallies for n in (t.a, t.b)))
+    if len(names) < 2:
+        raise ValueError("an Elo fit needs games between at least two agents")
+    if prior_draws < 0:
+        raise ValueError(f"prior_draws must be >= 0, got {prior_draws}")
+    if anchor is None:
+        anchor = "random" if "random" in names else names[0]
+    if anchor not in names:
+        raise ValueError(f"anchor {anchor!r} is not one of the agents {names}")
+    index = {n: i for i, n in enumerate(names)}
+    k = len(names)
+    n_games = np.zeros((k, k))
+    score = np.zeros((k, k))  # score[i, j]: points of i against j
+    for t in tallies:
+        if t.a not in index or t.b not in index or t.a == t.b:
+            raise ValueError(f"tally {t.a!r} vs {t.b!r} does not name two different agents of {names}")
+        i, j = index[t.a], index[t.b]
+        n_games[i, j] += t.games
+        n_games[j, i] += t.games
+        score[i, j] += t.wins + 0.5 * t.draws
+        score[j, i] += t.losses + 0.5 * t.draws
+    played = n_games > 0
+    _check_connected(names, played)
+    n_fit = n_games + prior_draws * played
+    s_fit = score + 0.5 * prior_draws * played
+
+    free = [i for i in range(k) if names[i] != anchor]
+    theta = np.zeros(k)
+    for _ in range(MAX_NEWTON_STEPS):
+        grad, hess = _derivatives(theta, n_fit, s_fit)
+        g, h = grad[free], hess[np.ix_(free, free)]
+        try:
+            step = np.linalg.solve(h, -g)
+        except np.linalg.LinAlgError:
+            raise ValueError("the Elo fit is singular (an agent's results determine nothing)") from None
+        biggest = np.max(np.abs(step)) if step.size else 0.0
+        if biggest > MAX_STEP:
+            step *= MAX_STEP / biggest
+        theta[free] += step
+        if biggest < TOLERANCE:
+            break
+    if not np.all(np.isfinite(theta)) or np.max(np.abs(theta)) > 50:
+        raise ValueError("the Elo fit diverged: some agent won or lost every game; use prior_draws > 0")
+    _, hess = _derivatives(theta, n_fit, s_fit)
+    cov = np.linalg.inv(-hess[np.ix_(free, free)])
+    se = np.zeros(k)
+    se[free] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    return EloFit(
+        agents=tuple(names),
+        ratings={n: float(ELO_SCALE * theta[i]) for n, i in index.items()},
+        ci95={n: float(Z95 * ELO_SCALE * se[i]) for n, i in index.items()},
+        anchor=anchor,
+        prior_draws=float(prior_draws),
+    )
+
+
+def _derivatives(theta: np.ndarray, n_games: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and Hessian of the log-likelihood in the logistic strengths `theta`."""
+    diff = theta[:, None] - theta[None, :]
+    p = 1.0 / (1.0 + np.exp(-diff))  # expected score of i against j
+    grad = np.sum(score - n_games * p, axis=1)
+    w = n_games * p * (1.0 - p)  # n_games has a zero diagonal, so w does too
+    hess = w - np.diag(np.sum(w, axis=1))
+    return grad, hess
+
+
+def _check_connected(names: list[str], played: np.ndarray) -> None:
+    seen = {0}
+    todo = [0]
+    while todo:
+        i = todo.pop()
+        for j in np.flatnonzero(played[i]):
+            if int(j) not in seen:
+                seen.add(int(j))
+                todo.append(int(j))
+    if len(seen) != len(names):
+        lonely = [names[i] for i in range(len(names)) if i not in seen]
+        raise ValueError(f"the games do not connect every agent (no path of games to {lonely}); Elo is undetermined")
+
+
+def expected_score(elo_a: float, elo_b: float) -> float:
+    """Expected score of a player rated `elo_a` against one rated `elo_b`."""
+    return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
+
+
+def score_interval(score: float, games: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson 95% interval for a score (draws counted as half points) over `games` games.
+
+    Unlike the normal interval it stays inside [0, 1] and is not empty at 0% or 100%.
+    """
+    if games <= 0:
+        return (0.0, 1.0)
+    denom = 1.0 + z * z / games
+    centre = (score + z * z / (2 * games)) / denom
+    half = z * math.sqrt(score * (1 - score) / games + z * z / (4 * games * games)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))

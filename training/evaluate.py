@@ -1,0 +1,484 @@
+"""`colony-eval` (also `python -m training.evaluate`): matches between agents, score tables, Elo.
+
+    colony-eval mcts:200 random --games 200 --seed 0
+    colony-eval checkpoint:runs/x/final.pt random greedy mcts:200 --schedule gauntlet --games 200
+
+Every pairing plays `--games` games over `games / 2` setups (R2 random placements):
+each setup is played twice with the colours swapped (paired seeds), so neither agent
+profits from a lucky placement or from moving first. Setup `k` is the same for every
+pairing of one run (drawn from `--seed` and `k` only), and each game's agents get
+their own generators derived from (seed, pairing, k, colour), so a run is reproducible
+whatever the number of worker processes. Games run in parallel over the machine's
+cores with a progress bar.
+
+The table per pairing shows wins, draws and losses of the first agent, its score
+(draw = 1/2) with a Wilson 95% interval, and an Elo ladder fitted by maximum likelihood
+over all games (`training.elo`, `random` anchored at 0, 95% error bars). The same is
+written as JSON and CSV in `--out`, with every game as a JSON-lines record
+(`training.records`, view one with `colony-replay`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+import colony_env as ce
+from colony_env.agents import Agent
+from colony_env.constants import DEFAULT_MAX_PLIES
+
+from .agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from .elo import DEFAULT_PRIOR_DRAWS, EloFit, PairTally, fit_elo, score_interval
+from .records import GameRecord, RecordError, write_records
+
+SCHEDULES = ("round-robin", "gauntlet")
+SETUP_STREAM = 0  # SeedSequence streams: setups are shared by every pairing, agent streams are not
+AGENT_STREAM = 1
+DEFAULT_GAMES = 100
+DEFAULT_OUT_ROOT = Path("runs") / "eval"
+
+
+class EvalError(ValueError):
+    """Bad evaluation request (the message is one line)."""
+
+
+# ---------------------------------------------------------------------------------
+# One game
+
+
+def play_game(
+    red: Agent, blue: Agent, initial: ce.GameState, rng_red: np.random.Generator, rng_blue: np.random.Generator
+) -> tuple[ce.GameState, list[int]]:
+    """Play from `initial` to the end; (final state, actions). The engine checks every action."""
+    state = initial
+    actions: list[int] = []
+    players = {ce.RED: (red, rng_red), ce.BLUE: (blue, rng_blue)}
+    while not state.is_over:
+        agent, rng = players[state.to_move]
+        action = agent.act(state, rng)
+        state = ce.apply_action(state, action)  # raises IllegalActionError: an agent bug, never silent
+        actions.append(int(action))
+    return state, actions
+
+
+def setup_state(seed: int, setup: int, max_plies: int) -> ce.GameState:
+    """The initial position of setup `setup` of a run (the same for every pairing)."""
+    return ce.new_game(np.random.default_rng(np.random.SeedSequence([seed, SETUP_STREAM, setup])), max_plies=max_plies)
+
+
+def agent_rng(seed: int, pairing: int, setup: int, swapped: int, colour: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([seed, AGENT_STREAM, pairing, setup, swapped, colour]))
+
+
+@dataclass(frozen=True)
+class Job:
+    """Game `2*setup + swapped` of pairing (a, b): `a` is red unless `swapped`."""
+
+    pairing: int
+    a: int
+    b: int
+    setup: int
+    swapped: int
+    seed: int
+    max_plies: int
+
+
+@dataclass
+class GameResult:
+    pairing: int
+    setup: int
+    swapped: int
+    red: str
+    blue: str
+    result: str  # red | blue | draw
+    end_reason: str
+    plies: int
+    seconds: float
+    actions: list[int] = field(repr=False, default_factory=list)
+
+    def score_of_red(self) -> float:
+        return {"red": 1.0, "blue": 0.0, "draw": 0.5}[self.result]
+
+
+_WORKER_AGENTS: list[Agent] = []
+
+
+def _init_worker(payload: Sequence[str | Agent]) -> None:
+    """Build each worker's agents once (checkpoints load here); one torch thread per worker."""
+    global _WORKER_AGENTS
+    _WORKER_AGENTS = [make_agent(p) if isinstance(p, str) else p for p in payload]
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+def _run_job(job: Job) -> GameResult:
+    agents = _WORKER_AGENTS
+    red_i, blue_i = (job.b, job.a) if job.swapped else (job.a, job.b)
+    red, blue = agents[red_i], agents[blue_i]
+    initial = setup_state(job.seed, job.setup, job.max_plies)
+    t0 = time.perf_counter()
+    final, actions = play_game(
+        red,
+        blue,
+        initial,
+        agent_rng(job.seed, job.pairing, job.setup, job.swapped, 0),
+        agent_rng(job.seed, job.pairing, job.setup, job.swapped, 1),
+    )
+    w = final.winner
+    return GameResult(
+        pairing=job.pairing,
+        setup=job.setup,
+        swapped=job.swapped,
+        red=red.name,
+        blue=blue.name,
+        result="draw" if w is None else str(w),
+        end_reason=str(final.end_reason),
+        plies=final.ply,
+        seconds=time.perf_counter() - t0,
+        actions=actions,
+    )
+
+
+# ---------------------------------------------------------------------------------
+# A whole evaluation
+
+
+@dataclass
+class PairStats:
+    """Results of pairing `a` vs `b`, counted from `a`'s side."""
+
+    a: str
+    b: str
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    score: float
+    ci_low: float
+    ci_high: float
+    a_red_score: float  # a's score in the games where a was red (first to move)
+    mean_plies: float
+    end_reasons: dict[str, int]
+
+
+@dataclass
+class EvalResult:
+    agents: list[str]
+    config: dict[str, Any]
+    games: list[GameResult]
+    pairs: list[PairStats]
+    elo: EloFit
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "pairs": [asdict(p) for p in self.pairs],
+            "elo": {
+                "anchor": self.elo.anchor,
+                "prior_draws": self.elo.prior_draws,
+                "ladder": [
+                    {"agent": a, "elo": round(r, 1), "ci95": round(c, 1)} for a, r, c in self.elo.ladder()
+                ],
+            },
+        }
+
+
+def pairings(n_agents: int, schedule: str) -> list[tuple[int, int]]:
+    """Round robin: every pair once; gauntlet: the first agent against each of the others."""
+    if schedule == "gauntlet":
+        return [(0, j) for j in range(1, n_agents)]
+    return [(i, j) for i in range(n_agents) for j in range(i + 1, n_agents)]
+
+
+def make_jobs(pairs: list[tuple[int, int]], games: int, seed: int, max_plies: int) -> list[Job]:
+    """Games of every pairing, interleaved so that the progress bar moves evenly."""
+    jobs = []
+    for setup in range(games // 2):
+        for p, (a, b) in enumerate(pairs):
+            for swapped in (0, 1):
+                jobs.append(Job(p, a, b, setup, swapped, seed, max_plies))
+    return jobs
+
+
+def tally_pairs(names: list[str], pairs: list[tuple[int, int]], results: list[GameResult]) -> list[PairStats]:
+    out = []
+    for p, (a, b) in enumerate(pairs):
+        mine = [r for r in results if r.pairing == p]
+        wins = draws = losses = 0
+        red_points = red_games = 0.0
+        for r in mine:
+            a_colour = "blue" if r.swapped else "red"
+            if r.result == "draw":
+                draws += 1
+            elif r.result == a_colour:
+                wins += 1
+            else:
+                losses += 1
+            if not r.swapped:
+                red_games += 1
+                red_points += r.score_of_red()
+        n = len(mine)
+        score = (wins + 0.5 * draws) / n if n else float("nan")
+        lo, hi = score_interval(score, n)
+        out.append(
+            PairStats(
+                a=names[a],
+                b=names[b],
+                games=n,
+                wins=wins,
+                draws=draws,
+                losses=losses,
+                score=score,
+                ci_low=lo,
+                ci_high=hi,
+                a_red_score=red_points / red_games if red_games else float("nan"),
+                mean_plies=float(np.mean([r.plies for r in mine])) if mine else float("nan"),
+                end_reasons=dict(Counter(r.end_reason for r in mine)),
+            )
+        )
+    return out
+
+
+def evaluate(
+    agents: Sequence[str | Agent],
+    games: int = DEFAULT_GAMES,
+    seed: int = 0,
+    workers: int | None = None,
+    schedule: str = "round-robin",
+    max_plies: int = DEFAULT_MAX_PLIES,
+    progress: bool = True,
+    prior_draws: float = DEFAULT_PRIOR_DRAWS,
+) -> EvalResult:
+    """Play every pairing `games` times (paired seeds) and fit Elo; see the module docstring.
+
+    `agents` are spec strings (built in each worker; a checkpoint is checked here
+    first) or `Agent` objects (sent to the workers). `workers=1` plays in this process.
+    """
+    if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
+        raise EvalError(f"--games must be an even number >= 2 (each setup is played once with each colour), got {games}")
+    if schedule not in SCHEDULES:
+        raise EvalError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+    if len(agents) < 2:
+        raise EvalError("give at least two agents to evaluate")
+    payload: list[str | Agent] = []
+    names: list[str] = []
+    needs_spawn = False
+    for a in agents:
+        if isinstance(a, str):
+            spec = parse_agent_spec(a)
+            built = make_agent(spec)  # fails early, in one line, for a bad checkpoint
+            payload.append(spec.text)
+            names.append(built.name)
+            needs_spawn |= spec.kind == "checkpoint"
+        else:
+            payload.append(a)
+            names.append(a.name)
+    if len(set(names)) != len(names):
+        raise EvalError(f"agents must have distinct names, got {names}")
+    pairs = pairings(len(names), schedule)
+    jobs = make_jobs(pairs, games, seed, max_plies)
+    n_workers = max(1, min(workers or _cpu_count(), len(jobs)))
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), desc="games", unit="game", disable=not progress, dynamic_ncols=True)
+    results: list[GameResult] = []
+    try:
+        if n_workers == 1:
+            _init_worker(payload)
+            for job in jobs:
+                results.append(_run_job(job))
+                bar.update()
+        else:
+            # fork is fast and keeps compiled kernels; torch (checkpoints) is safer with spawn.
+            ctx = mp.get_context("spawn" if needs_spawn or "fork" not in mp.get_all_start_methods() else "fork")
+            with ctx.Pool(n_workers, initializer=_init_worker, initargs=(payload,)) as pool:
+                for r in pool.imap_unordered(_run_job, jobs, chunksize=1):
+                    results.append(r)
+                    bar.update()
+    finally:
+        bar.close()
+    results.sort(key=lambda r: (r.pairing, r.setup, r.swapped))
+    stats = tally_pairs(names, pairs, results)
+    elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], agents=names, prior_draws=prior_draws)
+    config = {
+        "agents": names,
+        "games_per_pairing": games,
+        "seed": seed,
+        "schedule": schedule,
+        "max_plies": max_plies,
+        "workers": n_workers,
+        "prior_draws": prior_draws,
+    }
+    return EvalResult(agents=names, config=config, games=results, pairs=stats, elo=elo)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------
+# Output
+
+
+def format_tables(pairs: Sequence[PairStats], elo: EloFit) -> str:
+    """The pairing table and the Elo ladder as fixed-width text (also used in the README)."""
+    w = max([len(f"{p.a} vs {p.b}") for p in pairs] + [len("pairing")])
+    lines = [f"{'pairing':<{w}}  games    W    D    L   score   95% CI          first-agent score as red"]
+    for p in pairs:
+        lines.append(
+            f"{p.a + ' vs ' + p.b:<{w}}  {p.games:5d} {p.wins:4d} {p.draws:4d} {p.losses:4d}  {p.score:6.3f}"
+            f"   [{p.ci_low:.3f}, {p.ci_high:.3f}]  {p.a_red_score:6.3f}"
+        )
+    aw = max(len(a) for a in elo.agents + ("agent",))
+    lines.append("")
+    lines.append(f"Elo (maximum likelihood over all games, {elo.anchor} = 0, 95% intervals, {elo.prior_draws:g} virtual draw per pairing)")
+    lines.append(f"{'rank':>4}  {'agent':<{aw}}  {'Elo':>7}  {'+-95%':>6}")
+    for rank, (agent, rating, ci) in enumerate(elo.ladder(), 1):
+        ci_text = "anchor" if agent == elo.anchor else f"{ci:6.0f}"
+        lines.append(f"{rank:>4}  {agent:<{aw}}  {rating:+7.0f}  {ci_text:>6}")
+    return "\n".join(lines)
+
+
+def write_outputs(result: EvalResult, out: Path, records: bool = True) -> list[Path]:
+    """eval.json, pairs.csv, elo.csv and (with `records`) games.jsonl in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    path = out / "eval.json"
+    path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    written.append(path)
+    path = out / "pairs.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["a", "b", "games", "wins", "draws", "losses", "score", "ci_low", "ci_high", "a_red_score", "mean_plies"])
+        for p in result.pairs:
+            w.writerow([p.a, p.b, p.games, p.wins, p.draws, p.losses, f"{p.score:.4f}", f"{p.ci_low:.4f}",
+                        f"{p.ci_high:.4f}", f"{p.a_red_score:.4f}", f"{p.mean_plies:.1f}"])
+    written.append(path)
+    path = out / "elo.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["rank", "agent", "elo", "ci95", "anchor"])
+        for rank, (agent, rating, ci) in enumerate(result.elo.ladder(), 1):
+            w.writerow([rank, agent, f"{rating:.1f}", f"{ci:.1f}", int(agent == result.elo.anchor)])
+    written.append(path)
+    if records and result.games:
+        recs = []
+        for g in result.games:
+            initial = setup_state(result.config["seed"], g.setup, result.config["max_plies"])
+            meta = {"seed": result.config["seed"], "setup": g.setup, "swapped": g.swapped,
+                    "pairing": f"{result.pairs[g.pairing].a} vs {result.pairs[g.pairing].b}"}
+            recs.append(GameRecord.from_game(initial, g.actions, {"red": g.red, "blue": g.blue}, meta))
+        written.append(write_records(out / "games.jsonl", recs))
+    return written
+
+
+def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> tuple[list[PairStats], EloFit]:
+    """Pool the pairing tallies of several `eval.json` files and refit Elo over all their games."""
+    pooled: dict[tuple[str, str], list[float]] = {}
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            rows = data["pairs"]
+        except FileNotFoundError:
+            raise EvalError(f"--combine: {str(path)!r} does not exist") from None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise EvalError(f"--combine: {str(path)!r} is not an eval.json written by colony-eval ({type(e).__name__})") from None
+        for row in rows:
+            a, b = row["a"], row["b"]
+            w, d, l = row["wins"], row["draws"], row["losses"]
+            if (b, a) in pooled:
+                a, b, w, l = b, a, l, w
+            acc = pooled.setdefault((a, b), [0, 0, 0, 0.0])
+            acc[0] += w
+            acc[1] += d
+            acc[2] += l
+            acc[3] += row.get("mean_plies", 0.0) * row["games"]
+    stats = []
+    for (a, b), (w, d, l, plies) in pooled.items():
+        n = w + d + l
+        score = (w + 0.5 * d) / n
+        lo, hi = score_interval(score, n)
+        stats.append(PairStats(a, b, n, w, d, l, score, lo, hi, float("nan"), plies / n, {}))
+    elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], prior_draws=prior_draws)
+    return stats, elo
+
+
+# ---------------------------------------------------------------------------------
+# CLI
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="colony-eval",
+        description="Play agents against each other with paired seeds; print scores and an Elo ladder.",
+        epilog="Agent specs: random, greedy, mcts:N, mcts:N:C, checkpoint:PATH, checkpoint:PATH:sample",
+    )
+    parser.add_argument("agents", nargs="*", help="two or more agent specs")
+    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"games per pairing, even (default {DEFAULT_GAMES})")
+    parser.add_argument("--seed", type=int, default=0, help="run seed: setups and agents' generators (default 0)")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--schedule", choices=SCHEDULES, default="round-robin",
+                        help="round-robin: every pair; gauntlet: the first agent against each other one")
+    parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES, help="ply limit per game (R6.2)")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/eval/<time>)")
+    parser.add_argument("--no-records", action="store_true", help="do not write games.jsonl")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--prior-draws", type=float, default=DEFAULT_PRIOR_DRAWS,
+                        help="virtual draws per pairing in the Elo fit (keeps 100%% scores finite; default 1)")
+    parser.add_argument("--combine", type=Path, nargs="+", metavar="EVAL_JSON",
+                        help="instead of playing: pool the tables of earlier eval.json files and refit Elo")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.combine:
+            if args.agents:
+                raise EvalError("give either agent specs or --combine, not both")
+            stats, elo = combine(args.combine, args.prior_draws)
+            print(format_tables(stats, elo))
+            return 0
+        if args.workers is not None and args.workers < 1:
+            raise EvalError(f"--workers must be >= 1, got {args.workers}")
+        if args.max_plies < 1:
+            raise EvalError(f"--max-plies must be >= 1, got {args.max_plies}")
+        if args.prior_draws < 0:
+            raise EvalError(f"--prior-draws must be >= 0, got {args.prior_draws}")
+        t0 = time.time()
+        result = evaluate(args.agents, games=args.games, seed=args.seed, workers=args.workers,
+                          schedule=args.schedule, max_plies=args.max_plies, progress=not args.no_progress,
+                          prior_draws=args.prior_draws)
+        elapsed = time.time() - t0
+        result.config["seconds"] = round(elapsed, 1)
+        out = args.out or DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
+        print(format_tables(result.pairs, result.elo))
+        files = write_outputs(result, out, records=not args.no_records)
+        print(f"\n{len(result.games)} games in {elapsed:.0f} s on {result.config['workers']} worker(s); "
+              f"wrote {', '.join(str(f) for f in files)}")
+        return 0
+    except (AgentSpecError, EvalError, RecordError) as e:
+        print(f"colony-eval: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ncolony-eval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

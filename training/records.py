@@ -1,0 +1,304 @@
+"""Game records (JSON lines) and `colony-replay`, which shows a recorded game move by move.
+
+One game per line, a JSON object:
+
+    format, version   "colony-game-record", 1
+    agents            {"red": spec, "blue": spec}
+    initial_state     the position before the first action (RULES.md R9)
+    actions           action ids (R8, board frame), in order
+    moves             the same actions in human notation (`d10-d7`, `c4-g4>h3`, `pass`)
+    result            "red" | "blue" | "draw"   (R7)
+    end_reason        connected23 | grace | passes | ply_limit   (R6.2)
+    plies             number of actions
+    final_state       the position after the last action (R9), to check a replay
+    meta              free-form: seeds, game index, ... (written by the producer)
+
+Replaying a record applies its actions to `initial_state` with the engine, so an edited
+or corrupt record fails on the first illegal action, with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import colony_env as ce
+
+RECORD_FORMAT = "colony-game-record"
+RECORD_VERSION = 1
+REQUIRED_FIELDS = ("agents", "initial_state", "actions", "result", "end_reason")
+
+
+class RecordError(ValueError):
+    """A record file or line that cannot be used; the message is one line."""
+
+
+def result_name(state: ce.GameState) -> str:
+    """'red', 'blue' or 'draw' for a finished game (R7)."""
+    w = state.winner
+    return "draw" if w is None else str(w)
+
+
+@dataclass
+class GameRecord:
+    """One played game, enough to replay it exactly."""
+
+    agents: dict[str, str]
+    initial_state: dict[str, Any]
+    actions: list[int]
+    result: str
+    end_reason: str
+    moves: list[str] = field(default_factory=list)
+    final_state: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_game(
+        cls, initial: ce.GameState, actions: Sequence[int], agents: dict[str, str], meta: dict[str, Any] | None = None
+    ) -> "GameRecord":
+        """Build the record of a game by replaying `actions` from `initial` (also writes the notation)."""
+        state = initial
+        moves = []
+        for a in actions:
+            moves.append(ce.action_to_str(int(a), state))
+            state = ce.apply_action(state, int(a))
+        return cls(
+            agents=dict(agents),
+            initial_state=initial.to_dict(),
+            actions=[int(a) for a in actions],
+            result=result_name(state) if state.is_over else "unfinished",
+            end_reason=state.end_reason or "unfinished",
+            moves=moves,
+            final_state=state.to_dict(),
+            meta=dict(meta or {}),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": RECORD_FORMAT,
+            "version": RECORD_VERSION,
+            "agents": self.agents,
+            "initial_state": self.initial_state,
+            "actions": self.actions,
+            "moves": self.moves,
+            "result": self.result,
+            "end_reason": self.end_reason,
+            "plies": len(self.actions),
+            "final_state": self.final_state,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any) -> "GameRecord":
+        """Check the fields' shapes (not the game: `replay` does that); `RecordError` if wrong."""
+        if not isinstance(d, dict):
+            raise RecordError(f"a record must be a JSON object, got {type(d).__name__}")
+        if d.get("format", RECORD_FORMAT) != RECORD_FORMAT:
+            raise RecordError(f"not a game record: format is {d.get('format')!r}, expected {RECORD_FORMAT!r}")
+        if d.get("version", RECORD_VERSION) != RECORD_VERSION:
+            raise RecordError(f"record version {d.get('version')!r} is not supported (this code reads {RECORD_VERSION})")
+        missing = [k for k in REQUIRED_FIELDS if k not in d]
+        if missing:
+            raise RecordError(f"record is missing field(s) {missing} (needs {list(REQUIRED_FIELDS)})")
+        actions = d["actions"]
+        if not isinstance(actions, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in actions):
+            raise RecordError("field 'actions' must be a list of integer action ids")
+        agents = d["agents"]
+        if not isinstance(agents, dict) or not all(isinstance(agents.get(c), str) for c in ("red", "blue")):
+            raise RecordError("field 'agents' must be an object with 'red' and 'blue' names")
+        return cls(
+            agents={"red": agents["red"], "blue": agents["blue"]},
+            initial_state=d["initial_state"],
+            actions=list(actions),
+            result=str(d["result"]),
+            end_reason=str(d["end_reason"]),
+            moves=list(d.get("moves") or []),
+            final_state=d.get("final_state"),
+            meta=dict(d.get("meta") or {}),
+        )
+
+    def initial(self) -> ce.GameState:
+        try:
+            return ce.GameState.from_dict(self.initial_state)
+        except ValueError as e:
+            raise RecordError(f"bad initial_state: {e}") from None
+
+    def replay(self) -> list[ce.GameState]:
+        """Every position of the game, initial to final, checked against the stored result.
+
+        Raises `RecordError` if an action is illegal (naming its index and the rule) or
+        the final position, result or end reason differ from the record.
+        """
+        states = [self.initial()]
+        for i, a in enumerate(self.actions):
+            try:
+                states.append(ce.apply_action(states[-1], a))
+            except ce.IllegalActionError as e:
+                raise RecordError(f"action {i + 1} of {len(self.actions)}: {e}") from None
+        final = states[-1]
+        if self.final_state is not None:
+            try:
+                stored = ce.GameState.from_dict(self.final_state)
+            except ValueError as e:
+                raise RecordError(f"bad final_state: {e}") from None
+            if stored != final:
+                raise RecordError("replaying the actions does not reach the recorded final_state")
+        if final.is_over and (result_name(final), final.end_reason) != (self.result, self.end_reason):
+            raise RecordError(
+                f"replay ends {result_name(final)} by {final.end_reason}, the record says {self.result} by {self.end_reason}"
+            )
+        return states
+
+
+def write_records(path: str | Path, records: Iterable[GameRecord], append: bool = False) -> Path:
+    """Write records as JSON lines (one game per line)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec.to_json(), separators=(",", ":")) + "\n")
+    return path
+
+
+def read_records(path: str | Path) -> list[GameRecord]:
+    """All records of a JSON-lines file; `RecordError` names the file, the line and the problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RecordError(f"record file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"cannot read record file {str(path)!r}: {e.__class__.__name__}: {str(e)[:200]}") from None
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{path}:{n}: not valid JSON ({e.msg}); expected one game record per line") from None
+        try:
+            records.append(GameRecord.from_json(obj))
+        except RecordError as e:
+            raise RecordError(f"{path}:{n}: {e}") from None
+    if not records:
+        raise RecordError(f"record file {str(path)!r} holds no game records")
+    return records
+
+
+# ---------------------------------------------------------------------------------
+# colony-replay
+
+
+def board_display(state: ce.GameState) -> str:
+    """The terminal board: the env's ansi renderer when present, else the engine's text board."""
+    try:
+        from colony_env import render
+    except ImportError:
+        return ce.board_text(state)
+    fn = getattr(render, "render_ansi", None)
+    return fn(state) if callable(fn) else ce.board_text(state)
+
+
+def rgb_frame(state: ce.GameState):  # -> np.ndarray (H, W, 3) uint8
+    """One image of the position from the env's `rgb_array` renderer (`colony_env.render`)."""
+    try:
+        from colony_env import render
+    except ImportError:
+        raise RecordError("image output needs the rgb_array renderer (colony_env.render), which is not installed") from None
+    fn = getattr(render, "render_rgb", None)
+    if not callable(fn):
+        raise RecordError("colony_env.render has no render_rgb(state); image output is unavailable")
+    return fn(state)
+
+
+def _caption(rec: GameRecord, i: int, states: list[ce.GameState]) -> str:
+    if i == 0:
+        return f"start: {rec.agents['red']} (red) vs {rec.agents['blue']} (blue)"
+    mover = states[i - 1].to_move
+    move = rec.moves[i - 1] if i - 1 < len(rec.moves) else ce.action_to_str(rec.actions[i - 1], states[i - 1])
+    return f"ply {i}: {mover} ({rec.agents[str(mover)]}) plays {move}"
+
+
+def _write_images(rec: GameRecord, states: list[ce.GameState], gif: Path | None, png: Path | None, every: int,
+                  fps: float) -> None:
+    import numpy as np
+    from PIL import Image
+
+    picks = list(range(0, len(states), every))
+    if picks[-1] != len(states) - 1:
+        picks.append(len(states) - 1)
+    frames = [np.asarray(rgb_frame(states[i]), dtype=np.uint8) for i in picks]
+    if gif is not None:
+        images = [Image.fromarray(f) for f in frames]
+        gif.parent.mkdir(parents=True, exist_ok=True)
+        images[0].save(gif, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+        print(f"wrote {gif} ({len(images)} frames)")
+    if png is not None:
+        cols = min(len(frames), 8)
+        rows = -(-len(frames) // cols)
+        h, w = frames[0].shape[:2]
+        sheet = np.full((rows * h, cols * w, 3), 255, np.uint8)
+        for k, f in enumerate(frames):
+            r, c = divmod(k, cols)
+            sheet[r * h : (r + 1) * h, c * w : (c + 1) * w] = f[:h, :w, :3]
+        png.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(sheet).save(png)
+        print(f"wrote {png} ({len(frames)} positions, every {every} plies)")
+
+
+def replay_main(argv: list[str] | None = None) -> int:
+    """Entry point of `colony-replay`."""
+    parser = argparse.ArgumentParser(
+        prog="colony-replay", description="Show a recorded Colony game move by move, or write it as a GIF / PNG strip."
+    )
+    parser.add_argument("file", help="JSON-lines record file (from colony-eval or colony-play)")
+    parser.add_argument("--game", type=int, default=0, help="which game of the file, 0-based (default 0)")
+    parser.add_argument("--list", action="store_true", help="list the games in the file and exit")
+    parser.add_argument("--step", action="store_true", help="wait for Enter after each move")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds to pause after each move")
+    parser.add_argument("--gif", type=Path, help="write an animated GIF here instead of printing")
+    parser.add_argument("--png", type=Path, help="write a PNG contact sheet of the positions here")
+    parser.add_argument("--every", type=int, default=1, help="for images: one frame every K plies (default 1)")
+    parser.add_argument("--fps", type=float, default=4.0, help="GIF frames per second (default 4)")
+    args = parser.parse_args(argv)
+    try:
+        if args.every < 1 or args.fps <= 0 or args.delay < 0:
+            raise RecordError("--every must be >= 1, --fps > 0 and --delay >= 0")
+        records = read_records(args.file)
+        if args.list:
+            for i, r in enumerate(records):
+                print(f"{i:4d}  {r.agents['red']} (red) vs {r.agents['blue']} (blue): {r.result} by {r.end_reason}, {len(r.actions)} plies")
+            return 0
+        if not 0 <= args.game < len(records):
+            raise RecordError(f"--game {args.game} is out of range: the file holds games 0..{len(records) - 1}")
+        rec = records[args.game]
+        states = rec.replay()
+        if args.gif or args.png:
+            _write_images(rec, states, args.gif, args.png, args.every, args.fps)
+            return 0
+        for i, state in enumerate(states):
+            print(_caption(rec, i, states))
+            print(board_display(state))
+            print()
+            if args.step and i < len(states) - 1:
+                input("(Enter for the next move) ")
+            elif args.delay:
+                time.sleep(args.delay)
+        print(f"result: {rec.result} by {rec.end_reason} after {len(rec.actions)} plies")
+        return 0
+    except RecordError as e:
+        print(f"colony-replay: error: {e}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, EOFError):
+        print()
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(replay_main())
