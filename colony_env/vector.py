@@ -55,6 +55,11 @@ class VecObs:
     obs: np.ndarray  # float32[N, C, 10, 10]
     mask: np.ndarray  # bool[N, 16001]
     to_move: np.ndarray  # int8[N]: 0 red, 1 blue
+    # The same legal sets as id lists (cheaper than scanning `mask`): row i holds
+    # legal_counts[i] canonical ids, then zero padding; W is the largest count of the step.
+    # Red's ids ascend; blue's are the images of ascending board ids, so not sorted.
+    legal_ids: np.ndarray | None = None  # int16[N, W]
+    legal_counts: np.ndarray | None = None  # int32[N]
 
 
 # ---------------------------------------------------------------------------------
@@ -246,7 +251,10 @@ class ColonyVectorEnv:
     def _observe(self) -> VecObs:
         obs, mask = self._buffers()
         _observe_batch(self._states, obs, mask, self._legal, self._counts)
-        return VecObs(obs, mask, self._states[:, I_TO_MOVE].astype(np.int8))
+        counts = self._counts.copy()
+        ids = self._legal[:, : int(counts.max())].copy()
+        ids[np.arange(ids.shape[1])[None, :] >= counts[:, None]] = 0
+        return VecObs(obs, mask, self._states[:, I_TO_MOVE].astype(np.int8), ids, counts)
 
     def _explain(self, i: int, action: int) -> str:
         if not 0 <= action < N_ACTIONS:

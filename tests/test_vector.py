@@ -23,6 +23,9 @@ def _check_view(venv: ColonyVectorEnv, vo, states: list[ce.GameState]) -> None:
         assert vo.to_move[i] == int(s.to_move)
         expected = symmetry.canonical_mask(ce.legal_action_mask(s), s.to_move)
         np.testing.assert_array_equal(vo.mask[i], expected)
+        n = vo.legal_counts[i]
+        np.testing.assert_array_equal(np.sort(vo.legal_ids[i, :n]), np.flatnonzero(expected))
+        assert not vo.legal_ids[i, n:].any()
         np.testing.assert_array_equal(vo.obs[i], encode_observation(s, s.to_move, canonical=True))
 
 
