@@ -21,6 +21,10 @@ from .engine import (
 )
 from .notation import action_to_str, board_text, cell_name, parse_action, parse_cell
 
+# PettingZoo AEC env (`colony_v0`). Imported eagerly on purpose: the submodule is named
+# `env` too, and loading it here first keeps `colony_env.env` the factory function.
+from .env import env, raw_env  # noqa: E402
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -40,10 +44,12 @@ __all__ = [
     "connected_counts",
     "connected_mask",
     "controlled_counts",
+    "env",
     "is_legal",
     "legal_action_mask",
     "legal_actions",
     "new_game",
     "parse_action",
     "parse_cell",
+    "raw_env",
 ]

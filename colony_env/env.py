@@ -1,0 +1,349 @@
+# noqa: D212, D415
+"""
+# Colony
+
+A PettingZoo classic environment for Colony, a two-player board game of satellites
+that connect into colonies. The rules are in RULES.md (numbers like R4.2 below refer to
+it); this module only adapts the rules engine (`colony_env.engine`) to the AEC API.
+
+| Creation           | `colony_env.env()` (wrapped) / `colony_env.raw_env()`  |
+|--------------------|--------------------------------------------------------|
+| Version            | `colony_v0`                                            |
+| Actions            | Discrete                                               |
+| Parallel API       | No                                                     |
+| Manual Control     | No                                                     |
+| Agents             | `agents= ['player_0', 'player_1']` (red, blue)         |
+| Agents             | 2                                                      |
+| Action Shape       | (1,)                                                   |
+| Action Values      | Discrete(16001)                                        |
+| Observation Shape  | (10, 10, 26)                                           |
+| Observation Values | [0, 1]                                                 |
+
+`player_0` plays red (start edges North and South, moves first), `player_1` plays blue
+(West and East). Each has 12 satellites of values 1-4 that move like queens by up to
+their value; a satellite orthogonally next to an opposing one is *connected* and
+locked; groups of 3-6 linked satellites are *colonies*, controlled by the colour with
+the greater total value. The player controlling more colonies wins.
+
+**Turn order is not strictly alternating.** Once a player has all 12 satellites
+connected, the other player gets up to three *grace moves* in a row (R6.3). The env
+follows the engine: `agent_selection` is always the agent whose colour is to move, so
+`agent_iter()` may yield the same agent several times in a row.
+
+### Arguments
+
+```python
+import colony_env
+env = colony_env.env(max_plies=400, render_mode=None)
+```
+
+`max_plies`: the ply limit (R6.2); reaching it ends the game as a truncation.
+
+`render_mode`: `"ansi"` (text), `"rgb_array"` (uint8 H x W x 3 picture) or `"human"`
+(a matplotlib window), or None.
+
+### Observation Space
+
+The observation is a dictionary with an `'observation'` element, the planes below, and
+an `'action_mask'` element, the legal actions.
+
+The main observation is `float32[10, 10, 26]`: 26 planes over the board, **channels
+last** as in the other classic environments, in the **board frame** (row 0 North,
+column 0 West; the same frame as the action ids) and from the **observing agent's
+point of view** ("own" / "opponent"). For a network that plays both colours from one
+point of view, `colony_env.symmetry` maps planes, masks and action ids to the
+*canonical* view (blue's board transposed so that its edges lie North and South);
+the Gymnasium wrapper and the vector env use that view directly.
+
+| plane | content                                                                     |
+|-------|-----------------------------------------------------------------------------|
+| 0-3   | own satellites of value 1, 2, 3, 4                                          |
+| 4-7   | opponent satellites of value 1, 2, 3, 4                                     |
+| 8     | own connected satellites (R3.1; they never move again, R3.2)                |
+| 9     | opponent connected satellites                                               |
+| 10    | satellites in a colony (component of 3+, R3.4)                              |
+| 11    | colonies controlled by the observer (R7.1), every cell of the colony        |
+| 12    | colonies controlled by the opponent                                         |
+| 13    | colonies controlled by nobody (equal totals)                                |
+| 14    | crowned colonies (exactly 6, R3.4)                                          |
+| 15    | component size / 6 on every satellite (1/6 for a lone satellite)            |
+| 16    | empty cells next to an opponent satellite (an own satellite landing there connects) |
+| 17    | empty cells next to an own satellite (an opponent landing there connects)   |
+| 18    | the observer's start edges (R2.3): rows 0 and 9 for red, columns 0 and 9 for blue, in the frame of the planes |
+| 19    | connections unlocked (R3.5), constant                                        |
+| 20    | the observer is to move, constant                                            |
+| 21    | the observer is finished (R6.3), constant                                    |
+| 22    | the opponent is finished, i.e. the observer is the grace player, constant     |
+| 23    | grace moves left / 3 (R6.3), constant                                        |
+| 24    | the last action was a pass (one more pass ends the game, R6.2), constant     |
+| 25    | ply / max_plies (the ply limit ends the game, R6.2), constant                |
+
+#### Legal Actions Mask
+
+`action_mask` is `int8[16001]`: exactly the engine's legal actions (R4, R8.4) for the
+agent to move, and all zeros for the other agent and once the game is over.
+
+### Action Space
+
+`Discrete(16001)`, absolute board frame, the same for both agents (R8):
+
+| ids            | action                                                            |
+|----------------|-------------------------------------------------------------------|
+| 0 - 3199       | move `(s, d, k)`: `32*s + 4*d + (k-1)`, cell `s = 10*r + c`, direction `d` 0..7 clockwise from North, distance `k` 1..4 |
+| 3200 - 15999   | displacement `(s, d, pd, pk)`: `3200 + 2*(8*(8*s + d) + pd) + (pk-1)`; lands exactly the satellite's value along `d`, pushes the opposing satellite `pk` 1..2 cells along `pd` |
+| 16000          | pass (legal only when nothing else is, R4.3)                      |
+
+`colony_env.action_to_str(a, state)` / `parse_action(text, state)` give the human
+notation (`d10-d7`, `c4-g4>h3`, `pass`).
+
+### Rewards
+
+Only at the end of the game (R7.4): the winner (more controlled colonies, then the
+tiebreak R7.3) gets +1 and the loser -1; a draw gives 0 to both. The wrapped env
+(`env()`) ends the game when an agent plays an illegal action: that agent gets -1,
+the other 0, with a warning naming the action and the rule it breaks. `raw_env`
+raises `colony_env.IllegalActionError` instead and leaves the game unchanged.
+
+### Termination and truncation
+
+The game ends (R6.2) when 23 satellites are connected (`connected23`), when the grace
+player has used its grace moves or passes (`grace`), after two passes in a row
+(`passes`) — all reported as `terminations` — or at the ply limit (`ply_limit`),
+reported as `truncations`, with the rewards still paid. At the end, every agent's
+`infos` holds `end_reason`, `winner` (`"player_0"`, `"player_1"` or None for a draw)
+and `colonies` (controlled colonies per agent). `env.unwrapped.state` is the engine's
+immutable `GameState`.
+
+### Version History
+
+* v0: Initial release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+from pettingzoo.utils.env_logger import EnvLogger
+
+from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, N_ACTIONS, Colour
+from .engine import GameState, IllegalActionError, apply_action, controlled_counts, legal_actions, new_game
+from .observation import OBS_CHANNELS, encode_into
+
+ENV_NAME = "colony_v0"
+# The env's agents and the game's colours are different things (STYLE.md): this is the only map.
+AGENTS: tuple[str, str] = ("player_0", "player_1")
+AGENT_COLOUR: dict[str, Colour] = {"player_0": Colour.RED, "player_1": Colour.BLUE}
+COLOUR_AGENT: dict[Colour, str] = {c: a for a, c in AGENT_COLOUR.items()}
+OBS_SHAPE_HWC = (BOARD_SIZE, BOARD_SIZE, OBS_CHANNELS)
+ILLEGAL_ACTION_REWARD = -1.0
+ILLEGAL_ACTION = "illegal_action"  # end reason reported by `env()` after an illegal action
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The Colony AEC env wrapped as PettingZoo classic envs are: an illegal action ends the
+    game (offender -1, with a warning), out-of-bounds actions assert, call order is enforced."""
+    e = raw_env(**kwargs)
+    e = TerminateIllegalColony(e, illegal_reward=ILLEGAL_ACTION_REWARD)
+    e = wrappers.AssertOutOfBoundsWrapper(e)
+    e = wrappers.OrderEnforcingWrapper(e)
+    return e
+
+
+class raw_env(AECEnv, EzPickle):
+    """Colony as an AEC env; no rule lives here (the engine decides legality and the end)."""
+
+    metadata = {
+        "render_modes": ["human", "ansi", "rgb_array"],
+        "name": ENV_NAME,
+        "is_parallelizable": False,
+        "render_fps": 2,
+    }
+
+    def __init__(self, max_plies: int = DEFAULT_MAX_PLIES, render_mode: str | None = None) -> None:
+        EzPickle.__init__(self, max_plies=max_plies, render_mode=render_mode)
+        super().__init__()
+        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
+            raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.max_plies = int(max_plies)
+        self.render_mode = render_mode
+        self.possible_agents = list(AGENTS)
+        self.agents = self.possible_agents[:]
+        self.action_spaces = {a: spaces.Discrete(N_ACTIONS) for a in self.possible_agents}
+        self.observation_spaces = {
+            a: spaces.Dict(
+                {
+                    "observation": spaces.Box(low=0.0, high=1.0, shape=OBS_SHAPE_HWC, dtype=np.float32),
+                    "action_mask": spaces.Box(low=0, high=1, shape=(N_ACTIONS,), dtype=np.int8),
+                }
+            )
+            for a in self.possible_agents
+        }
+        self._rng: np.random.Generator | None = None
+        self._state: GameState = new_game(0, self.max_plies)  # replaced by reset()
+        self._obs_cache: dict[str, dict[str, np.ndarray]] = {}
+        self._viewer = None
+
+    # --- spaces and state -------------------------------------------------------------
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    @property
+    def state(self) -> GameState:  # type: ignore[override]  # the engine's state, not a global-state array
+        """The engine's immutable `GameState` of the game in progress."""
+        return self._state
+
+    # --- AEC API --------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start a new game. `seed` fixes the setup (R2.4): `reset(seed=s)` starts exactly
+        `colony_env.new_game(s)`; later unseeded resets continue from that seed's generator."""
+        if seed is not None or self._rng is None:
+            self._rng = np.random.default_rng(seed)
+        self._start(new_game(self._rng, self.max_plies))
+        if self.render_mode == "human":
+            self.render()
+
+    def set_state(self, state: GameState) -> None:
+        """Continue from a given position (analysis, tests); bookkeeping restarts there."""
+        if not isinstance(state, GameState):
+            raise TypeError(f"set_state needs a colony_env.GameState, got {type(state).__name__}")
+        self._start(state)
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        cached = self._obs_cache.get(agent)
+        if cached is not None:  # last() and the wrappers observe the same position repeatedly
+            return cached
+        colour = AGENT_COLOUR[agent]
+        planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
+        encode_into(self._state._a, int(colour), False, planes)
+        mask = np.zeros(N_ACTIONS, np.int8)
+        if not self._state.is_over and self._state.to_move == colour:
+            mask[legal_actions(self._state)] = 1
+        obs = {"observation": planes.transpose(1, 2, 0), "action_mask": mask}
+        self._obs_cache[agent] = obs
+        return obs
+
+    def step(self, action: int) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        new = apply_action(self._state, action)  # IllegalActionError: nothing changed yet
+        self._state = new
+        self._obs_cache = {}
+        self._cumulative_rewards[agent] = 0
+        self._clear_rewards()
+        if new.is_over:
+            self._finish()
+            # Both agents are done; the other one takes the first dead step (classic envs).
+            self.agent_selection = AGENTS[1 - AGENTS.index(agent)]
+        else:
+            self.agent_selection = COLOUR_AGENT[new.to_move]  # R6.3/R6.4: maybe the same agent
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def render(self) -> None | np.ndarray | str:
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        from . import render
+
+        if self.render_mode == "ansi":
+            return render.render_ansi(self._state)
+        if self.render_mode == "rgb_array":
+            return render.render_rgb(self._state)
+        if self._viewer is None:
+            self._viewer = render.HumanViewer(title=ENV_NAME, fps=self.metadata["render_fps"])
+        self._viewer.show(self._state)
+        return None
+
+    def close(self) -> None:
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+
+    def __str__(self) -> str:
+        return ENV_NAME
+
+    # --- bookkeeping -----------------------------------------------------------------------
+    def _start(self, state: GameState) -> None:
+        self._state = state
+        self._obs_cache = {}
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.agent_selection = COLOUR_AGENT[state.to_move]
+        self._skip_agent_selection = None
+        if state.is_over:
+            self._finish()
+
+    def _finish(self) -> None:
+        """Rewards (R7.4), termination or truncation (R6.2) and the end infos."""
+        s = self._state
+        red, blue = s.rewards()
+        self.rewards = {AGENTS[0]: red, AGENTS[1]: blue}
+        done = dict.fromkeys(self.agents, True)
+        if s.is_truncated:  # the ply limit is not a game outcome but the env's cut-off
+            self.truncations = done
+        else:
+            self.terminations = done
+        colonies = controlled_counts(s)
+        winner = None if s.winner is None else COLOUR_AGENT[s.winner]
+        for a in self.agents:
+            self.infos[a] = {
+                "end_reason": s.end_reason,
+                "winner": winner,
+                "colonies": {AGENTS[0]: colonies[0], AGENTS[1]: colonies[1]},
+            }
+
+
+class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
+    """PettingZoo's illegal-move handling (offender gets `illegal_reward`, every agent is
+    done) with a warning that says which action was illegal and why, and `infos` saying
+    the game ended on an illegal action."""
+
+    def step(self, action: int) -> None:
+        agent = self.agent_selection
+        if self._prev_obs is None:
+            self.observe(agent)
+        mask = self._prev_obs["action_mask"]
+        live = not (self.terminations[agent] or self.truncations[agent])
+        if not live or action is None or mask[action]:
+            super().step(action)
+            return
+        base = self.env.unwrapped
+        try:
+            apply_action(base.state, action)  # only for its message; the state is immutable
+            why = f"action {action}, which is not in the action mask"  # pragma: no cover - mask and engine agree
+        except IllegalActionError as exc:
+            why = str(exc)
+        EnvLogger._generic_warning(f"[WARNING]: {agent} played an {why}. The game ends; {agent} gets {self._illegal_value:+g}.")
+        # From here on exactly PettingZoo's TerminateIllegalWrapper.
+        self._prev_obs = None
+        self._prev_info = None
+        base._cumulative_rewards[agent] = 0
+        base.terminations = dict.fromkeys(base.agents, True)
+        base.truncations = dict.fromkeys(base.agents, True)
+        base.rewards = dict.fromkeys(base.agents, 0)
+        base.rewards[agent] = float(self._illegal_value)
+        base._accumulate_rewards()
+        base._deads_step_first()
+        self._terminated = True
+        for a in base.agents:
+            base.infos[a] = {"end_reason": ILLEGAL_ACTION, "illegal_agent": agent, "illegal_action": int(action)}
+
+
+__all__ = ["AGENTS", "AGENT_COLOUR", "ENV_NAME", "TerminateIllegalColony", "env", "raw_env"]
