@@ -1,0 +1,696 @@
+"""Self-play PPO for Colony with RLlib (Ray): `colony-train-rllib --config configs/rllib_ppo.yaml`.
+
+The distributed path: the same game, network and checkpoint format as `colony-train`, but
+sampling and learning run on RLlib's current API stack (EnvRunners, Learners, RLModules,
+connectors), so the run scales from this machine to a Ray cluster by changing
+`num_env_runners` / `num_learners` and passing `--address`.
+
+How the pieces map onto RLlib:
+
+| piece                  | here                                                                     |
+|------------------------|--------------------------------------------------------------------------|
+| env                    | the PettingZoo AEC env `colony_v0` through `colony_env.rllib` (one adapter: PettingZoo's `observation` key becomes RLlib's `observations`, canonical frame of the mover) and RLlib's `PettingZooEnv` |
+| agents -> modules      | both colours (`player_0`, `player_1`) map to the one trained module `main` (parameter sharing); in a `pool_share` of the games one colour is a frozen snapshot `main_vN` |
+| RLModule               | `ColonyRLModule`: the project's `PolicyValueNet` (training/model.py) with action masking as in RLlib's `ActionMaskingTorchRLModule` example, but with a finite masked logit (no NaN, sb3-contrib #81/#247) |
+| self-play              | `SnapshotSelfPlayCallback`, RLlib's self-play callback pattern: every `snapshot_every` iterations a frozen copy of `main` joins the pool (`Algorithm.add_module`), the oldest leaves past `pool_size` |
+| checkpoints            | RLlib checkpoints (`<run>/rllib/iter_N`, resumable with RLlib's `Algorithm.from_checkpoint`) and, exported from them, the project's own format (`<run>/checkpoints/latest.pt`) that `colony-eval` / `colony-play` load as `checkpoint:PATH` |
+
+Because the module *is* a `PolicyValueNet` in the canonical view, exporting is a rename of
+the weights (`export_state_dict`), and a checkpoint from either trainer plays the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import functools
+import math
+import platform
+import re
+import shutil
+import sys
+import time
+import typing
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+import yaml
+
+from colony_env.env import ILLEGAL_ACTION
+
+from .checkpoint import CheckpointError, save_checkpoint
+from .config import ConfigError
+from .model import PolicyValueNet, masked_log_probs
+
+try:  # ray is an optional extra: `pip install -e ".[rllib]"`
+    import gymnasium as gym
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+    from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.core.rl_module.torch import TorchRLModule
+    from ray.tune.registry import register_env
+except ImportError as _e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        f"the RLlib path needs ray[rllib]: pip install -e \".[rllib]\" ({_e})"
+    ) from None
+
+ENV_NAME = "colony_v0_rllib"
+MAIN_MODULE = "main"
+SNAPSHOT_PREFIX = "main_v"
+NET_PREFIX = "net."  # ColonyRLModule keeps the PolicyValueNet as `self.net`
+RLLIB_DIR = "rllib"  # RLlib checkpoints inside a run directory
+LATEST = "latest.pt"
+METRIC_FIELDS = (
+    "iteration", "env_steps", "wall_time", "steps_per_s", "episodes", "episode_len_mean", "policy_loss",
+    "vf_loss", "entropy", "pool_size", "pool_win_rate", "illegal_games",
+)  # fmt: skip
+
+
+# --- config ------------------------------------------------------------------------------------
+@dataclass
+class RllibConfig:
+    """Everything that defines an RLlib run. Every field can be set from YAML or the CLI."""
+
+    # --- run bookkeeping ---
+    run_name: str = "rllib"
+    """Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`."""
+    out_dir: str = "runs"
+    """Where run directories are created."""
+    seed: int = 0
+    """Seeds RLlib (env runners, module init) and the final evaluation."""
+    torch_threads: int = 1
+    """torch intra-op threads per process (driver, learner, each env runner)."""
+
+    # --- Ray ---
+    address: str = ""
+    """'' starts a private Ray instance on this machine (loopback only); 'auto' or 'HOST:6379'
+    joins a running cluster (`ray start --head` on one node, `ray start --address` on the others)."""
+    num_cpus: int = 0
+    """CPUs a private local instance may use (0 = all of this machine's); ignored with `address`."""
+
+    # --- scale ---
+    num_env_runners: int = 2
+    """Sampling actors; spread across a cluster's nodes by Ray. 0 samples in the driver."""
+    num_envs_per_env_runner: int = 1
+    """Games each env runner steps together (batched inference per runner)."""
+    num_cpus_per_env_runner: int = 1
+    num_learners: int = 0
+    """0 learns in the driver; N >= 1 starts N learner actors (data-parallel, e.g. one per GPU)."""
+    num_gpus_per_learner: float = 0.0
+    """GPUs per learner actor (or for the driver's learner when num_learners is 0)."""
+    rollout_fragment_length: int = 0
+    """Steps per env runner per sample call; 0 lets RLlib derive it from the batch size."""
+
+    # --- budget ---
+    total_steps: int = 200_000
+    """Environment steps (single moves, both colours) to train for."""
+    max_plies: int = 400
+    """Ply limit per game (R6.2.4); reported as a truncation."""
+
+    # --- network (training/model.py PolicyValueNet) ---
+    channels: int = 32
+    blocks: int = 2
+
+    # --- PPO (RLlib's names in brackets) ---
+    train_batch_size: int = 2048
+    """Env steps per training iteration, per learner [train_batch_size_per_learner]."""
+    minibatch_size: int = 256
+    update_epochs: int = 3
+    """[num_epochs]"""
+    learning_rate: float = 3e-4
+    """[lr]"""
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    """[lambda_]"""
+    clip_coef: float = 0.2
+    """[clip_param]"""
+    vf_clip: float = 10.0
+    """[vf_clip_param] clip of the squared value error; values live in [-1, 1]."""
+    ent_coef: float = 0.01
+    """[entropy_coeff]"""
+    vf_coef: float = 0.5
+    """[vf_loss_coeff]"""
+    max_grad_norm: float = 0.5
+    """[grad_clip]"""
+
+    # --- self-play ---
+    pool_share: float = 0.25
+    """Share of the games in which one colour is a frozen snapshot (once the pool has one)."""
+    pool_size: int = 4
+    """Snapshots kept (oldest removed first); each is a module on every env runner."""
+    snapshot_every: int = 5
+    """Iterations between snapshots of `main` added to the pool."""
+
+    # --- checkpoints, evaluation ---
+    checkpoint_every: int = 10
+    """Iterations between RLlib checkpoints (each also exported to the project format)."""
+    keep_checkpoints: int = 3
+    """RLlib checkpoint directories kept (older ones deleted); 0 keeps all."""
+    final_eval_games: int = 40
+    """Games per opponent at the end, with the exported network (0 disables)."""
+    eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random"])
+    """Agent specs for the final evaluation: random, greedy, mcts:N."""
+
+    # --- derived (set by `finalize`) ---
+    num_iterations: int = dataclasses.field(default=0, init=False)
+
+    def finalize(self) -> "RllibConfig":
+        """Check ranges, compute derived fields; returns self."""
+        _check_ranges(self)
+        per_iteration = self.train_batch_size * max(1, self.num_learners)
+        self.num_iterations = max(1, math.ceil(self.total_steps / per_iteration))
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
+
+
+CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RllibConfig) if f.init)
+_TYPES: dict[str, Any] = typing.get_type_hints(RllibConfig)
+_SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
+
+
+def _check_ranges(c: RllibConfig) -> None:
+    def need(ok: bool, key: str, allowed: str) -> None:
+        if not ok:
+            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r} is invalid; allowed: {allowed}")
+
+    for key in ("torch_threads", "num_envs_per_env_runner", "num_cpus_per_env_runner", "total_steps", "max_plies",
+                "channels", "blocks", "train_batch_size", "minibatch_size", "update_epochs", "pool_size",
+                "snapshot_every", "checkpoint_every"):
+        need(getattr(c, key) >= 1, key, "an integer >= 1")
+    for key in ("num_cpus", "num_env_runners", "num_learners", "rollout_fragment_length", "keep_checkpoints",
+                "final_eval_games"):
+        need(getattr(c, key) >= 0, key, "an integer >= 0")
+    need(c.minibatch_size <= c.train_batch_size, "minibatch_size", "at most train_batch_size")
+    need(c.learning_rate > 0, "learning_rate", "a number > 0")
+    for key in ("gamma", "gae_lambda", "pool_share"):
+        need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
+    for key in ("num_gpus_per_learner", "clip_coef", "vf_clip", "ent_coef", "vf_coef", "max_grad_norm"):
+        need(getattr(c, key) >= 0, key, "a number >= 0")
+    need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
+    need(bool(re.fullmatch(r"|auto|(ray://)?[A-Za-z0-9_.-]+:[0-9]+", c.address)), "address",
+         "'' (local instance), 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
+    for spec in c.eval_opponents:
+        if not _SPEC_RE.match(spec):
+            raise ConfigError(f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N")
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """`value` checked against the field's type (ints accepted for floats, YAML's '3e-4' strings read)."""
+    want = _TYPES[key]
+    if typing.get_origin(want) is list:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config key '{key}' must be a list of strings, got {value!r}")
+        return list(value)
+    if want is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
+        return value
+    if want is str:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
+    if want is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def config_from_dict(values: dict[str, Any]) -> RllibConfig:
+    """A validated config from a mapping of keys to values (unknown keys are an error)."""
+    cfg = RllibConfig()
+    for key, value in values.items():
+        if key not in CONFIG_KEYS:
+            raise ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(CONFIG_KEYS)}")
+        setattr(cfg, key, _coerce(key, value))
+    return cfg.finalize()
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RllibConfig:
+    """Read a YAML config, apply CLI overrides, validate."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
+    data.update(overrides or {})
+    return config_from_dict(data)
+
+
+# --- the RLModule ------------------------------------------------------------------------------
+class ColonyRLModule(TorchRLModule, ValueFunctionAPI):
+    """The project's `PolicyValueNet` as an RLlib RLModule, with action masking.
+
+    Observations are `{"observations": float32[C, 10, 10], "action_mask": int8[16001]}` in the
+    mover's canonical view (`colony_env.rllib`). The logits are the network's full R8 layout;
+    illegal actions get the finite `MASKED_LOGIT` through `model.masked_log_probs`, the same
+    NaN-safe masking the project's trainer uses. RLlib's example adds `log(mask)` clamped to
+    FLOAT_MIN instead; a finite replacement keeps entropy and KL finite even for a row with
+    no legal action (the final observation of a game, R8.4), where adding to the logits would
+    leave a uniform but arbitrary distribution.
+
+    `_forward_train` passes the value head's output as the "embeddings", so PPO's loss
+    (`compute_values(batch, embeddings)`) reuses one trunk pass instead of running it twice.
+    """
+
+    def setup(self) -> None:
+        space = self.observation_space
+        if not isinstance(space, gym.spaces.Dict) or set(space.spaces) != {"observations", "action_mask"}:
+            raise ValueError(
+                "ColonyRLModule needs a Dict observation space with keys 'observations' and 'action_mask' "
+                f"(wrap the env with colony_env.rllib), got {space}"
+            )
+        mc = self.model_config or {}
+        in_channels = int(space["observations"].shape[0])
+        self.net = PolicyValueNet(in_channels, int(mc.get("channels", 32)), int(mc.get("blocks", 2)))
+
+    def _masked_logits_and_value(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        obs = batch[Columns.OBS]
+        logits, value = self.net.full_logits(obs["observations"].float())
+        return masked_log_probs(logits, obs["action_mask"] > 0), value
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        logits, _ = self._masked_logits_and_value(batch)
+        return {Columns.ACTION_DIST_INPUTS: logits}
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        logits, value = self._masked_logits_and_value(batch)
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: value}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
+        if embeddings is not None:
+            return embeddings
+        return self.net._trunk(batch[Columns.OBS]["observations"].float())[1]
+
+
+def export_state_dict(module_state: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """A `ColonyRLModule` state (torch or numpy values) -> the `PolicyValueNet` state_dict."""
+    out = {k[len(NET_PREFIX):]: torch.as_tensor(np.asarray(v)) for k, v in module_state.items() if k.startswith(NET_PREFIX)}
+    if not out:
+        raise CheckpointError(f"not a ColonyRLModule state: no '{NET_PREFIX}*' weights among {sorted(module_state)[:5]}")
+    return out
+
+
+def net_from_module_state(module_state: dict[str, Any], channels: int, blocks: int, in_channels: int) -> PolicyValueNet:
+    """Rebuild the `PolicyValueNet` held by a `ColonyRLModule` state."""
+    net = PolicyValueNet(in_channels, channels, blocks)
+    try:
+        net.load_state_dict(export_state_dict(module_state))
+    except RuntimeError as e:
+        raise CheckpointError(f"RLlib module weights do not fit PolicyValueNet({in_channels}, {channels}, {blocks}): "
+                              f"{str(e).splitlines()[0][:200]}") from None
+    return net.eval()
+
+
+# --- self-play: agents -> modules, snapshots ---------------------------------------------------
+class SnapshotMapping:
+    """Agent -> module mapping: `main` for both colours, except in a `pool_share` of the episodes
+    where one colour (alternating by episode) is played by one of the frozen snapshots.
+
+    Decisions hash the episode id (crc32, stable across processes), so every call for the
+    same episode agrees; a plain object rather than a closure so it pickles to env runners.
+    """
+
+    def __init__(self, snapshots: list[str], pool_share: float) -> None:
+        self.snapshots = list(snapshots)
+        self.pool_share = float(pool_share)
+
+    def __call__(self, agent_id: str, episode: Any, **kwargs: Any) -> str:
+        if not self.snapshots:
+            return MAIN_MODULE
+        h = zlib.crc32(str(episode.id_).encode())
+        if (h % 10_000) / 10_000 >= self.pool_share:
+            return MAIN_MODULE
+        main_agent = f"player_{(h >> 14) % 2}"
+        if agent_id == main_agent:
+            return MAIN_MODULE
+        return self.snapshots[(h >> 15) % len(self.snapshots)]
+
+
+class SnapshotSelfPlayCallback(RLlibCallback):
+    """RLlib's self-play callback pattern (examples/multi_agent/utils/self_play_callback.py), on a schedule.
+
+    Every `snapshot_every` iterations a frozen copy of `main` is added as `main_vN`; past
+    `pool_size` the oldest is removed. Unlike the example it copies the weights into the new
+    module on the learners *and then syncs them to the env runners* explicitly: PPO only syncs
+    the modules it trained, so without that the env runners would play a randomly initialised
+    snapshot. It logs `pool_win_rate`, the learner's score (win 1, draw 0.5) in pool games.
+    """
+
+    def __init__(self, snapshot_every: int = 5, pool_size: int = 4, pool_share: float = 0.25) -> None:
+        super().__init__()
+        self.snapshot_every = snapshot_every
+        self.pool_size = pool_size
+        self.pool_share = pool_share
+        self.snapshots: list[str] = []
+        self.count = 0
+
+    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        if metrics_logger is None:
+            return
+        agents = episode.agent_episodes
+        illegal = any(
+            len(ep) and isinstance(ep.get_infos(-1), dict) and ep.get_infos(-1).get("end_reason") == ILLEGAL_ACTION
+            for ep in agents.values()
+        )
+        # Must stay 0: the module only samples masked actions (checked by the tests).
+        metrics_logger.log_value("illegal_games", int(illegal), reduce="sum")
+        modules = {aid: episode.module_for(aid) for aid in agents}
+        if len(modules) != 2 or set(modules.values()) == {MAIN_MODULE}:
+            return
+        main_agent = next(aid for aid, m in modules.items() if m == MAIN_MODULE)
+        final = float(agents[main_agent].get_return())  # rewards come only at the end (R7.4)
+        metrics_logger.log_value("pool_win_rate", (final + 1.0) / 2.0, reduce="mean", window=100)
+
+    def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
+        result["pool_size"] = len(self.snapshots)
+        if algorithm.iteration % self.snapshot_every != 0:
+            return
+        self.count += 1
+        new_id = f"{SNAPSHOT_PREFIX}{self.count}"
+        self.snapshots.append(new_id)
+        removed = self.snapshots[: max(0, len(self.snapshots) - self.pool_size)]
+        self.snapshots = self.snapshots[len(removed):]
+        mapping = SnapshotMapping(self.snapshots, self.pool_share)
+        main_state = learner_module_state(algorithm, MAIN_MODULE)
+        spec = algorithm.config.rl_module_spec.rl_module_specs[MAIN_MODULE]
+        algorithm.add_module(module_id=new_id, module_spec=spec, new_agent_to_module_mapping_fn=mapping)
+        algorithm.learner_group.set_state(
+            {COMPONENT_LEARNER: {COMPONENT_RL_MODULE: {new_id: main_state}}}
+        )
+        algorithm.env_runner_group.sync_weights(
+            from_worker_or_learner_group=algorithm.learner_group, policies=[new_id], inference_only=True
+        )
+        for old in removed:
+            algorithm.remove_module(old, new_agent_to_module_mapping_fn=mapping)
+        result["pool_size"] = len(self.snapshots)
+
+
+def learner_module_state(algorithm: Any, module_id: str) -> dict[str, Any]:
+    """The learners' current weights of one module (local or remote learners alike)."""
+    state = algorithm.learner_group.get_state(components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{module_id}")
+    return state[COMPONENT_LEARNER][COMPONENT_RL_MODULE][module_id]
+
+
+# --- building the algorithm --------------------------------------------------------------------
+def make_env(env_config: dict[str, Any]) -> Any:
+    """Env creator run inside each env runner: the AEC env in RLlib's multi-agent API."""
+    from colony_env.rllib import make_rllib_env
+
+    torch.set_num_threads(int(env_config.get("torch_threads", 1)))
+    return make_rllib_env(max_plies=int(env_config.get("max_plies", 400)))
+
+
+def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
+    """The RLlib `PPOConfig` of a run (new API stack, multi-agent with one shared module)."""
+    from colony_env.env import AGENTS, raw_env
+    from colony_env.rllib import RLlibObservationWrapper
+
+    register_env(ENV_NAME, make_env)
+    spaces_env = RLlibObservationWrapper(raw_env(max_plies=cfg.max_plies))
+    # Explicit spaces, so that snapshots added later (SnapshotSelfPlayCallback) can be built from this spec.
+    module_spec = RLModuleSpec(
+        module_class=ColonyRLModule,
+        observation_space=spaces_env.observation_space(AGENTS[0]),
+        action_space=spaces_env.action_space(AGENTS[0]),
+        model_config={"channels": cfg.channels, "blocks": cfg.blocks},
+    )
+    config = (
+        PPOConfig()
+        # RLlib's env check steps random (mostly illegal) actions; the env is tested by its own suite.
+        .environment(ENV_NAME, env_config={"max_plies": cfg.max_plies, "torch_threads": cfg.torch_threads},
+                     disable_env_checking=True)
+        .framework("torch")
+        .env_runners(
+            num_env_runners=cfg.num_env_runners,
+            num_envs_per_env_runner=cfg.num_envs_per_env_runner,
+            num_cpus_per_env_runner=cfg.num_cpus_per_env_runner,
+            rollout_fragment_length=cfg.rollout_fragment_length or "auto",
+        )
+        .learners(num_learners=cfg.num_learners, num_gpus_per_learner=cfg.num_gpus_per_learner)
+        .multi_agent(
+            policies={MAIN_MODULE},
+            policy_mapping_fn=SnapshotMapping([], cfg.pool_share),
+            policies_to_train=[MAIN_MODULE],
+        )
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={MAIN_MODULE: module_spec}))
+        .training(
+            train_batch_size_per_learner=cfg.train_batch_size,
+            minibatch_size=cfg.minibatch_size,
+            num_epochs=cfg.update_epochs,
+            lr=cfg.learning_rate,
+            gamma=cfg.gamma,
+            lambda_=cfg.gae_lambda,
+            clip_param=cfg.clip_coef,
+            vf_clip_param=cfg.vf_clip,
+            entropy_coeff=cfg.ent_coef,
+            vf_loss_coeff=cfg.vf_coef,
+            grad_clip=cfg.max_grad_norm,
+            use_kl_loss=False,  # as the project's PPO: clipping only
+            kl_coeff=0.0,
+        )
+        .callbacks(functools.partial(SnapshotSelfPlayCallback, snapshot_every=cfg.snapshot_every,
+                                     pool_size=cfg.pool_size, pool_share=cfg.pool_share))
+        .debugging(seed=cfg.seed)
+    )
+    return config
+
+
+def init_ray(cfg: RllibConfig) -> bool:
+    """Connect to `cfg.address` or start a private local instance; True if this call started Ray."""
+    if ray.is_initialized():
+        return False
+    if cfg.address:
+        ray.init(address=cfg.address, log_to_driver=False)
+    else:  # a private single-machine instance, reachable only from this machine
+        ray.init(num_cpus=cfg.num_cpus or None, include_dashboard=False, _node_ip_address="127.0.0.1",
+                 log_to_driver=False)
+    return True
+
+
+# --- export to the project's checkpoint format -------------------------------------------------
+def export_algorithm(algorithm: Any, cfg: RllibConfig, path: str | Path, meta: dict[str, Any]) -> Path:
+    """Write `main`'s current weights as a project checkpoint (loadable by `checkpoint:PATH`)."""
+    from colony_env.observation import OBS_CHANNELS
+
+    net = net_from_module_state(learner_module_state(algorithm, MAIN_MODULE), cfg.channels, cfg.blocks, OBS_CHANNELS)
+    return save_checkpoint(path, net, config={"trainer": "rllib", **cfg.to_dict()}, meta=meta)
+
+
+# --- the run -----------------------------------------------------------------------------------
+def new_run_dir(cfg: RllibConfig) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}"
+    k = 1
+    while run_dir.exists():
+        k += 1
+        run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}-{k}"
+    return run_dir
+
+
+def _get(d: dict, *keys: str, default: float = float("nan")) -> float:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return default
+        d = d[k]
+    try:
+        return float(d)
+    except (TypeError, ValueError):
+        return default
+
+
+def metrics_row(result: dict[str, Any], t0: float, prev_steps: float, prev_t: float) -> dict[str, Any]:
+    """One `metrics.csv` row from an RLlib result dict."""
+    steps = _get(result, "env_runners", "num_env_steps_sampled_lifetime", default=0.0)
+    now = time.perf_counter()
+    return {
+        "iteration": int(result.get("training_iteration", 0)),
+        "env_steps": int(steps),
+        "wall_time": round(now - t0, 2),
+        "steps_per_s": round((steps - prev_steps) / max(1e-9, now - prev_t), 1),
+        "episodes": int(_get(result, "env_runners", "num_episodes_lifetime", default=0.0)),
+        "episode_len_mean": _get(result, "env_runners", "episode_len_mean"),
+        "policy_loss": _get(result, "learners", MAIN_MODULE, "policy_loss"),
+        "vf_loss": _get(result, "learners", MAIN_MODULE, "vf_loss"),
+        "entropy": _get(result, "learners", MAIN_MODULE, "entropy"),
+        "pool_size": int(result.get("pool_size", 0)),
+        "pool_win_rate": _get(result, "env_runners", "pool_win_rate"),
+        "illegal_games": int(_get(result, "env_runners", "illegal_games", default=0.0)),
+    }
+
+
+def train(cfg: RllibConfig, run_dir: Path | None = None, progress: bool = True,
+          on_iteration: Callable[[Any, dict[str, Any]], None] | None = None) -> Path:
+    """Train with RLlib; returns the run directory (config.yaml, metrics.csv, rllib/, checkpoints/).
+
+    Uses the running Ray instance if there is one (the caller owns it), else starts one per
+    `cfg.address` and shuts it down at the end. `on_iteration(algorithm, metrics_row)` runs
+    after every iteration (notebooks, tests: the live `Algorithm` can be inspected there).
+    """
+    from tqdm import tqdm
+
+    torch.set_num_threads(cfg.torch_threads)
+    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(cfg)
+    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    started = init_ray(cfg)
+    algo = None
+    metrics_file = open(run_dir / "metrics.csv", "w", newline="")
+    try:
+        writer = csv.DictWriter(metrics_file, fieldnames=METRIC_FIELDS)
+        writer.writeheader()
+        algo = build_ppo_config(cfg).build_algo()
+        t0 = prev_t = time.perf_counter()
+        prev_steps = 0.0
+        saved: list[Path] = []
+        row: dict[str, Any] = {}
+        bar = tqdm(total=cfg.num_iterations, desc="rllib ppo", unit="it", disable=not progress)
+        for iteration in range(1, cfg.num_iterations + 1):
+            result = algo.train()
+            row = metrics_row(result, t0, prev_steps, prev_t)
+            prev_steps, prev_t = float(row["env_steps"]), time.perf_counter()
+            writer.writerow(row)
+            metrics_file.flush()
+            if on_iteration is not None:
+                on_iteration(algo, row)
+            if iteration % cfg.checkpoint_every == 0 or iteration == cfg.num_iterations:
+                saved.append(_checkpoint(algo, cfg, run_dir, row))
+                while cfg.keep_checkpoints and len(saved) > cfg.keep_checkpoints:
+                    shutil.rmtree(saved.pop(0), ignore_errors=True)
+            bar.update(1)
+            bar.set_postfix({"steps": row["env_steps"], "sps": f"{row['steps_per_s']:.0f}",
+                             "ent": f"{row['entropy']:.2f}", "pool": row["pool_size"]}, refresh=False)
+        bar.close()
+    finally:
+        metrics_file.close()
+        if algo is not None:
+            algo.stop()
+        if started:
+            ray.shutdown()
+    if cfg.final_eval_games:
+        _final_eval(cfg, run_dir)
+    return run_dir
+
+
+def _checkpoint(algo: Any, cfg: RllibConfig, run_dir: Path, row: dict[str, Any]) -> Path:
+    """An RLlib checkpoint of the whole algorithm plus its export to `checkpoints/latest.pt`."""
+    it = row["iteration"]
+    rllib_path = run_dir / RLLIB_DIR / f"iter_{it:06d}"
+    algo.save_to_path(str(rllib_path.resolve()))
+    meta = {
+        "trainer": "rllib", "ray_version": ray.__version__, "iteration": it, "global_step": row["env_steps"],
+        "rllib_checkpoint": str(rllib_path), "hardware": platform.platform(),
+    }  # fmt: skip
+    export_algorithm(algo, cfg, run_dir / "checkpoints" / LATEST, meta)
+    return rllib_path
+
+
+def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
+    from .checkpoint import load_model
+    from .train import evaluate_model
+
+    model, _ = load_model(run_dir / "checkpoints" / LATEST)
+    res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)
+    with open(run_dir / "eval.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds"])
+        for spec, r in res.items():
+            w.writerow([spec, r["games"], r["win_rate"], r["draw_rate"], r["loss_rate"], round(r["seconds"], 2)])
+            print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
+                  f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
+
+
+# --- CLI ---------------------------------------------------------------------------------------
+def _split_overrides(rest: list[str]) -> dict[str, Any]:
+    """`--key value` / `--key=value` pairs for any RllibConfig field, values read as YAML."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--"):
+            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --num-env-runners 4")
+        key, eq, val = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"option --{key} needs a value")
+            val = rest[i + 1]
+            i += 1
+        name = key.replace("-", "_")
+        if name not in CONFIG_KEYS:
+            raise ConfigError(f"unknown config key '{name}'; allowed keys: {', '.join(CONFIG_KEYS)}")
+        try:
+            value = yaml.safe_load(val)
+        except yaml.YAMLError:
+            value = val
+        out[name] = val if _TYPES[name] is str else value
+        i += 1
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="colony-train-rllib",
+        description="Self-play PPO for Colony on RLlib (local or on a Ray cluster). Any config key can be "
+                    "overridden: --num-env-runners 8 --total-steps 1e6.",
+    )
+    p.add_argument("--config", required=True, help="YAML config (configs/rllib_ppo.yaml)")
+    p.add_argument("--address", help="join a running Ray cluster ('auto' or HOST:PORT); default: a local instance")
+    p.add_argument("--run-dir", help="write the run here instead of <out_dir>/<run_name>-<timestamp>")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = build_parser().parse_known_args(argv)
+    try:
+        overrides = _split_overrides(rest)
+        if args.address is not None:
+            overrides["address"] = args.address
+        cfg = load_config(args.config, overrides)
+        run_dir = Path(args.run_dir) if args.run_dir else None
+        if run_dir is not None and (run_dir / "checkpoints" / LATEST).exists():
+            raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; choose a new directory")
+        out = train(cfg, run_dir=run_dir, progress=not args.no_progress)
+    except (ConfigError, CheckpointError) as e:
+        print(f"colony-train-rllib: error: {e}", file=sys.stderr)
+        return 2
+    except ConnectionError as e:
+        print(f"colony-train-rllib: error: cannot reach the Ray cluster: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("colony-train-rllib: interrupted; the RLlib checkpoints in RUN_DIR/rllib are intact", file=sys.stderr)
+        return 130
+    print(f"run directory: {out}")
+    print(f"exported checkpoint: {out / 'checkpoints' / LATEST}  (colony-eval/colony-play: checkpoint:PATH)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
