@@ -28,6 +28,7 @@ Z95 = 1.959963984540054  # two-sided 95% normal quantile
 MAX_NEWTON_STEPS = 100
 MAX_STEP = 2.0  # largest change of a strength per Newton step (in logistic units), for stability
 TOLERANCE = 1e-10
+MAX_STRENGTH = 50.0  # |strength| beyond this (about 8,700 Elo) means no finite maximum exists
 DEFAULT_PRIOR_DRAWS = 1.0
 
 
@@ -105,22 +106,23 @@ def fit_elo(
     s_fit = score + 0.5 * prior_draws * played
 
     free = [i for i in range(k) if names[i] != anchor]
+    diverged = "the Elo fit diverged: some agent won or lost every game; use prior_draws > 0"
     theta = np.zeros(k)
     for _ in range(MAX_NEWTON_STEPS):
         grad, hess = _derivatives(theta, n_fit, s_fit)
         g, h = grad[free], hess[np.ix_(free, free)]
         try:
             step = np.linalg.solve(h, -g)
-        except np.linalg.LinAlgError:
-            raise ValueError("the Elo fit is singular (an agent's results determine nothing)") from None
+        except np.linalg.LinAlgError:  # the curvature vanished: expected scores saturated at 0 or 1
+            raise ValueError(diverged) from None
         biggest = np.max(np.abs(step)) if step.size else 0.0
         if biggest > MAX_STEP:
             step *= MAX_STEP / biggest
         theta[free] += step
         if biggest < TOLERANCE:
             break
-    if not np.all(np.isfinite(theta)) or np.max(np.abs(theta)) > 50:
-        raise ValueError("the Elo fit diverged: some agent won or lost every game; use prior_draws > 0")
+    if not np.all(np.isfinite(theta)) or np.max(np.abs(theta)) > MAX_STRENGTH:
+        raise ValueError(diverged)
     _, hess = _derivatives(theta, n_fit, s_fit)
     cov = np.linalg.inv(-hess[np.ix_(free, free)])
     se = np.zeros(k)

@@ -1,0 +1,259 @@
+"""Engine-level agents: legality everywhere, the greedy heuristic, MCTS search, rollout sampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import pos
+
+import colony_env as ce
+from colony_env.agents import (
+    Agent,
+    Evaluator,
+    GreedyAgent,
+    MCTSAgent,
+    RandomAgent,
+    RandomRolloutEvaluator,
+)
+from colony_env.agents import _search
+from colony_env.agents.bench import sample_positions
+
+
+class ZeroEvaluator(Evaluator):
+    """Uniform prior, value 0: forces the Python search path."""
+
+    def evaluate(self, state: ce.GameState) -> np.ndarray:
+        return np.zeros(2)
+
+    def prior(self, state: ce.GameState) -> list[tuple[int, float]]:
+        legal = ce.legal_actions(state)
+        return [(int(a), 1.0 / len(legal)) for a in legal]
+
+
+@pytest.fixture(scope="module")
+def positions() -> list[ce.GameState]:
+    """Ongoing positions from random games: locked openings and unlocked middle games."""
+    rng = np.random.default_rng(11)
+    out = []
+    for _ in range(3):
+        state = ce.new_game(rng)
+        while not state.is_over:
+            if state.ply % 17 == 0:
+                out.append(state)
+            legal = ce.legal_actions(state)
+            state = ce.apply_action(state, int(legal[rng.integers(len(legal))]))
+    assert any(s.unlocked for s in out) and any(not s.unlocked for s in out)
+    return out
+
+
+def forced_pass_position() -> ce.GameState:
+    """Red's only satellite is connected (R3.2), so red must pass (R4.3)."""
+    return pos(
+        """
+        . . . .
+        . . . .
+        . . . .
+        . . . .
+        . . r1 b1
+        """
+    )
+
+
+# A red-controlled colony is one move away (R4.1 connection move g9-g5, exactly 4; R7.1 5 > 3).
+COLONY_DIAGRAM = """
+. . . . . . . . . .
+. . . . . . r4 . . .
+. . . . . . . . . .
+. . . . . . . . . .
+. . . . . . . . . .
+. . . . r1 b3 . . . .
+"""
+
+
+def agents_under_test() -> list[Agent]:
+    return [
+        RandomAgent(),
+        GreedyAgent(),
+        MCTSAgent(max_simulations=16),
+        MCTSAgent(max_simulations=8, evaluator=ZeroEvaluator(), child_selection="puct", name="puct"),
+        MCTSAgent(max_simulations=8, evaluator=RandomRolloutEvaluator(random_state=0), child_selection="puct", name="p2"),
+    ]
+
+
+def test_every_agent_plays_only_legal_actions(positions):
+    rng = np.random.default_rng(0)
+    for agent in agents_under_test():
+        for state in positions:
+            a = agent.act(state, rng)
+            assert isinstance(a, int) and ce.is_legal(state, a), (agent, state, a)
+
+
+def test_every_agent_passes_when_pass_is_forced():
+    state = forced_pass_position()
+    assert ce.legal_actions(state).tolist() == [ce.PASS_ACTION]
+    for agent in agents_under_test():
+        assert agent.act(state, np.random.default_rng(0)) == ce.PASS_ACTION
+
+
+def test_agents_refuse_a_finished_game():
+    state = ce.GameState.from_array(_search.random_playout(ce.new_game(0)._a, 1))
+    assert state.is_over
+    for agent in agents_under_test():
+        with pytest.raises(ValueError, match="game is over"):
+            agent.act(state, np.random.default_rng(0))
+
+
+def test_whole_games_between_agents_stay_legal():
+    """Complete games (grace moves R6.3, passes R4.3 and all): apply_action would raise on an illegal id."""
+    rng = np.random.default_rng(3)
+    for red, blue in ((GreedyAgent(), RandomAgent()), (MCTSAgent(max_simulations=4), GreedyAgent())):
+        state = ce.new_game(5)
+        while not state.is_over:
+            agent = red if state.to_move == ce.RED else blue
+            state = ce.apply_action(state, agent.act(state, rng))
+        assert state.end_reason in ("connected23", "grace", "passes", "ply_limit")
+
+
+def test_random_agent_is_uniform_over_legal_actions(positions):
+    state = positions[-1]
+    legal = ce.legal_actions(state)
+    rng = np.random.default_rng(1)
+    draws = [RandomAgent().act(state, rng) for _ in range(60 * len(legal))]
+    values, counts = np.unique(draws, return_counts=True)
+    assert set(values.tolist()) == set(legal.tolist())
+    assert counts.min() > 20 and counts.max() < 110  # expectation 60 each
+
+
+def test_rollout_sampler_is_uniform_and_legal(positions):
+    """The rejection sampler must draw each legal action (R4, R8.4) with equal probability."""
+    from numba import njit
+
+    @njit
+    def draws(a, n, seed):
+        np.random.seed(seed)
+        sats = np.empty(12, np.int64)
+        cands = np.empty(96, np.int64)
+        buf = np.empty(_search.MAX_LEGAL, np.int16)
+        out = np.empty(n, np.int64)
+        for i in range(n):
+            out[i] = _search.sample_legal(a, sats, cands, buf)
+        return out
+
+    per_action = 400
+    for state in positions[:: max(1, len(positions) // 6)] + [forced_pass_position()]:
+        legal = ce.legal_actions(state)
+        values, counts = np.unique(draws(state._a, per_action * len(legal), 7), return_counts=True)
+        assert values.tolist() == legal.tolist()
+        sigma = np.sqrt(per_action)
+        assert np.all(np.abs(counts - per_action) < 6 * sigma), (state, counts.min(), counts.max())
+
+
+def test_compiled_playout_is_reproducible_and_ends():
+    a = ce.new_game(4)._a
+    f1, f2 = _search.random_playout(a, 9), _search.random_playout(a, 9)
+    assert np.array_equal(f1, f2)
+    assert ce.GameState.from_array(f1).is_over
+
+
+def test_greedy_takes_a_colony():
+    """R4.1 connection move g9-g5 makes a colony red controls (R7.1: 5 > 3); every other move is quiet."""
+    state = pos(COLONY_DIAGRAM)
+    target = ce.parse_action("g9-g5", state)
+    legal, scores = GreedyAgent().scores(state)
+    assert scores[list(legal).index(target)] > max(s for a, s in zip(legal, scores) if a != target)
+    for seed in range(5):
+        assert GreedyAgent().act(state, np.random.default_rng(seed)) == target
+
+
+def test_greedy_does_not_hand_the_opponent_colonies():
+    """Connecting r1 to b4 makes a colony blue controls (R7.1: 4 > 3): greedy plays a quiet move instead."""
+    state = pos(
+        """
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . r1 . . .
+        . . . . r2 b4 . . . .
+        """
+    )
+    bad = {ce.parse_action("g6-g5", state), ce.parse_action("g6-f6", state)}
+    assert bad <= set(ce.legal_actions(state).tolist())
+    legal, scores = GreedyAgent().scores(state)
+    assert all(s < 0 for a, s in zip(legal, scores) if a in bad)
+    for seed in range(10):
+        assert GreedyAgent().act(state, np.random.default_rng(seed)) not in bad
+
+
+def test_greedy_sees_the_opponents_reply():
+    """A connection that is no colony yet, but which blue completes at once (b2 c6-e6, R4.1) into a
+    colony blue controls (R7.1: 6 > 1), is scored below a quiet move: the heuristic's threat term."""
+    state = pos(
+        """
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . b2 . . . r1 . . .
+        . . . . . b4 . . . .
+        """
+    )
+    pair = ce.parse_action("g6-f6", state)  # r1 next to b4: a pair, then b2 c6-e6 makes a blue colony
+    after = ce.apply_action(state, pair)
+    reply = ce.parse_action("c6-e6", after)
+    assert ce.is_legal(after, reply)
+    assert ce.controlled_counts(ce.apply_action(after, reply)) == (0, 1)
+    legal, scores = GreedyAgent().scores(state)
+    quiet = ce.parse_action("g6-h6", state)
+    score = dict(zip(legal.tolist(), scores))
+    assert score[pair] < score[quiet] == 0
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_mcts_finds_the_winning_move(compiled):
+    """At ply max_plies-1 the next action ends the game (R6.2 ply_limit, scored by R7): only g9-g5
+    wins (a red colony), every other move draws (no colonies)."""
+    state = pos(COLONY_DIAGRAM, ply=398, max_plies=399)
+    target = ce.parse_action("g9-g5", state)
+    if compiled:
+        agent = MCTSAgent(max_simulations=200)
+        assert agent.compiled
+    else:
+        agent = MCTSAgent(max_simulations=200, evaluator=RandomRolloutEvaluator(random_state=0), child_selection="puct")
+        assert not agent.compiled
+    for seed in range(3):
+        assert agent.act(state, np.random.default_rng(seed)) == target
+
+
+def test_mcts_search_statistics_and_reproducibility(positions):
+    state = next(s for s in positions if s.unlocked)
+    agent = MCTSAgent(max_simulations=50, uct_c=1.0)
+    root = agent.mcts_search(state, np.random.default_rng(5))
+    assert sorted(c.action for c in root.children) == ce.legal_actions(state).tolist()
+    assert sum(c.explore_count for c in root.children) == 50
+    assert all(-c.explore_count <= c.total_reward <= c.explore_count for c in root.children)
+    a1 = agent.act(state, np.random.default_rng(5))
+    a2 = agent.act(state, np.random.default_rng(5))
+    assert a1 == a2 == max(root.children, key=lambda c: (c.explore_count, c.total_reward)).action
+
+
+def test_mcts_rejects_bad_settings_and_bad_priors(positions):
+    with pytest.raises(ValueError, match="max_simulations"):
+        MCTSAgent(max_simulations=0)
+    with pytest.raises(ValueError, match="uct_c"):
+        MCTSAgent(uct_c=float("nan"))
+    with pytest.raises(ValueError, match="child_selection"):
+        MCTSAgent(child_selection="best")
+
+    class Illegal(ZeroEvaluator):
+        def prior(self, state):
+            return [(ce.PASS_ACTION, 1.0)]
+
+    agent = MCTSAgent(max_simulations=4, evaluator=Illegal())
+    with pytest.raises(ValueError, match="evaluator prior"):
+        agent.act(positions[1], np.random.default_rng(0))
+
+
+def test_bench_positions_are_ongoing():
+    states = sample_positions(1, 0)
+    assert states and all(not s.is_over for s in states)

@@ -1,0 +1,161 @@
+"""colony-eval: paired seeds, colour alternation, bookkeeping, reproducibility, outputs, error paths."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import colony_env as ce
+from colony_env.agents import Agent
+from training import evaluate as ev
+from training.agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from training.records import read_records
+
+
+class FirstLegal(Agent):
+    """Deterministic: always the lowest legal id (ignores its generator)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
+        return int(ce.legal_actions(state)[0])
+
+
+def test_deterministic_agent_against_itself_scores_exactly_half():
+    """Each setup is played once with each colour; the same deterministic player on both sides
+    plays the very same game twice, so one copy wins exactly when the other does."""
+    res = ev.evaluate([FirstLegal("first-a"), FirstLegal("first-b")], games=6, seed=3, workers=1, progress=False)
+    (pair,) = res.pairs
+    assert pair.games == 6 and pair.wins == pair.losses and pair.score == 0.5
+    for k in range(3):
+        g0, g1 = [g for g in res.games if g.setup == k]
+        assert g0.actions == g1.actions and g0.result == g1.result
+        assert (g0.red, g1.red) == ("first-a", "first-b")
+    assert abs(res.elo.ratings["first-b"] - res.elo.ratings["first-a"]) < 1e-6
+
+
+def test_colours_alternate_over_paired_setups():
+    res = ev.evaluate(["random", "greedy", "mcts:2"], games=4, seed=7, workers=1, progress=False)
+    assert [(p.a, p.b) for p in res.pairs] == [("random", "greedy"), ("random", "mcts:2"), ("greedy", "mcts:2")]
+    assert len(res.games) == 3 * 4
+    for p, stats in enumerate(res.pairs):
+        games = [g for g in res.games if g.pairing == p]
+        assert [(g.setup, g.swapped) for g in games] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        for g in games:
+            assert (g.red, g.blue) == ((stats.a, stats.b) if not g.swapped else (stats.b, stats.a))
+        assert stats.wins + stats.draws + stats.losses == 4
+    # one setup per k, shared by both colour orders and every pairing (R2 placement from the run seed)
+    assert ev.setup_state(7, 0, 400) == ev.setup_state(7, 0, 400) != ev.setup_state(7, 1, 400)
+
+
+def test_tally_counts_from_the_first_agents_side():
+    names = ["a", "b"]
+    results = [
+        ev.GameResult(0, 0, 0, "a", "b", "red", "grace", 10, 0.0),  # a red, wins
+        ev.GameResult(0, 0, 1, "b", "a", "red", "grace", 10, 0.0),  # b red, b wins
+        ev.GameResult(0, 1, 0, "a", "b", "draw", "passes", 10, 0.0),
+        ev.GameResult(0, 1, 1, "b", "a", "blue", "grace", 20, 0.0),  # a blue, wins
+    ]
+    (s,) = ev.tally_pairs(names, [(0, 1)], results)
+    assert (s.wins, s.draws, s.losses, s.score) == (2, 1, 1, 0.625)
+    assert s.a_red_score == 0.75 and s.mean_plies == 12.5
+    assert s.ci_low < 0.625 < s.ci_high
+
+
+def test_same_seed_same_results_whatever_the_workers():
+    one = ev.evaluate(["random", "greedy"], games=4, seed=11, workers=1, progress=False)
+    two = ev.evaluate(["random", "greedy"], games=4, seed=11, workers=2, progress=False)
+    other = ev.evaluate(["random", "greedy"], games=4, seed=12, workers=1, progress=False)
+    key = lambda r: [(g.setup, g.swapped, g.result, g.actions) for g in r.games]  # noqa: E731
+    assert key(one) == key(two)
+    assert key(one) != key(other)
+
+
+def test_outputs_json_csv_and_records(tmp_path):
+    res = ev.evaluate(["random", "greedy"], games=2, seed=0, workers=1, progress=False)
+    files = ev.write_outputs(res, tmp_path)
+    assert {f.name for f in files} == {"eval.json", "pairs.csv", "elo.csv", "games.jsonl"}
+    data = json.loads((tmp_path / "eval.json").read_text())
+    assert data["pairs"][0]["games"] == 2 and data["elo"]["anchor"] == "random"
+    rows = list(csv.DictReader((tmp_path / "pairs.csv").open()))
+    assert rows[0]["a"] == "random" and int(rows[0]["games"]) == 2
+    ladder = list(csv.DictReader((tmp_path / "elo.csv").open()))
+    assert {r["agent"] for r in ladder} == {"random", "greedy"}
+    records = read_records(tmp_path / "games.jsonl")
+    assert len(records) == 2
+    for rec, game in zip(records, res.games):
+        final = rec.replay()[-1]
+        assert rec.actions == game.actions and final.end_reason == game.end_reason
+    table = ev.format_tables(res.pairs, res.elo)
+    assert "random vs greedy" in table and "Elo" in table
+    stats, elo = ev.combine([tmp_path / "eval.json", tmp_path / "eval.json"])
+    assert stats[0].games == 4 and elo.anchor == "random"
+
+
+@pytest.mark.parametrize(
+    "spec, kind",
+    [("random", "random"), ("GREEDY", "greedy"), ("mcts:200", "mcts"), ("mcts:50:1.5", "mcts"),
+     ("checkpoint:x.pt", "checkpoint"), ("checkpoint:x.pt:sample", "checkpoint")],
+)
+def test_agent_specs_parse(spec, kind):
+    parsed = parse_agent_spec(spec)
+    assert parsed.kind == kind
+    if spec == "mcts:50:1.5":
+        assert (parsed.simulations, parsed.uct_c) == (50, 1.5)
+    if spec.endswith(":sample"):
+        assert parsed.path == "x.pt" and not parsed.greedy
+
+
+@pytest.mark.parametrize("spec", ["", "alphazero", "mcts", "mcts:", "mcts:0", "mcts:abc", "mcts:10:x", "mcts:1:2:3",
+                                  "checkpoint:", "mcts:10:-1"])
+def test_bad_agent_specs_say_what_is_allowed(spec):
+    with pytest.raises(AgentSpecError) as e:
+        parse_agent_spec(spec)
+    assert "\n" not in str(e.value) and ("allowed agent specs" in str(e.value) or "write mcts" in str(e.value))
+
+
+def test_checkpoint_errors_are_one_line(tmp_path):
+    with pytest.raises(AgentSpecError, match="not found"):
+        make_agent(f"checkpoint:{tmp_path / 'missing.pt'}")
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(b"this is not a checkpoint")
+    with pytest.raises(AgentSpecError, match="cannot load checkpoint") as e:
+        make_agent(f"checkpoint:{corrupt}")
+    assert "\n" not in str(e.value)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "training.evaluate", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_error_paths(tmp_path, capsys):
+    for args, needle in [
+        (("random", "alphazero"), "unknown agent spec 'alphazero'"),
+        (("random", "greedy", "--games", "3"), "--games must be an even number"),
+        (("random",), "at least two agents"),
+        (("random", "random"), "distinct"),
+        (("random", f"checkpoint:{tmp_path / 'nope.pt'}"), "checkpoint file not found"),
+        (("--combine", str(tmp_path / "nope.json")), "does not exist"),
+    ]:
+        code = ev.main([*args, "--no-progress", "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert code == 2, (args, err)
+        assert needle in err and "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1
+    res = _cli("random", "alphazero")  # the real process: exit status 2, one line, no traceback
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        res.stderr.strip()
+    ] and "allowed agent specs" in res.stderr
+
+
+def test_cli_smoke(tmp_path):
+    res = _cli("random", "greedy", "--games", "2", "--workers", "2", "--no-progress", "--out", str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    assert "random vs greedy" in res.stdout and "Elo" in res.stdout
+    assert (tmp_path / "eval.json").exists() and (tmp_path / "games.jsonl").exists()
