@@ -88,7 +88,8 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         data = torch.load(p, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
+        first = next((ln for ln in lines if "Unsupported global" in ln), lines[0])  # the unsafe-object case
         raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt, truncated or unsafe): {first[:200]}") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(p)!r} is not a {CHECKPOINT_FORMAT} file")

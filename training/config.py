@@ -80,6 +80,9 @@ class TrainConfig:
     target_kl: float = 0.0
     """Stop the epochs of one update early when the approximate KL exceeds this; 0 disables it."""
 
+    shaping_scale: float = 0.5
+    """Scale of the potential-based shaping (training/shaping.py); 0 trains on the terminal reward alone."""
+
     # --- self-play ---
     pool_share: float = 0.25
     """Share of the games in which one colour is played by a past snapshot from the pool."""
@@ -140,7 +143,7 @@ def _check_ranges(c: TrainConfig) -> None:
     for key in ("eval_every", "final_eval_games", "keep_checkpoints"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(c.learning_rate > 0, "learning_rate", "a number > 0")
-    for key in ("gamma", "gae_lambda", "pool_share"):
+    for key in ("gamma", "gae_lambda", "pool_share", "shaping_scale"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
     for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl"):
         need(getattr(c, key) >= 0, key, "a number >= 0")

@@ -60,7 +60,10 @@ class ResidualBlock(nn.Module):
 
 
 class PolicyValueNet(nn.Module):
-    """Residual conv trunk on the 10x10 board; policy planes per cell plus pass; scalar value in [-1, 1].
+    """Residual conv trunk on the 10x10 board; policy planes per cell plus pass; a scalar value.
+
+    The value is unbounded (no tanh) because with reward shaping it predicts V - Phi
+    (training/shaping.py), which can leave [-1, 1].
 
     No batch norm on purpose: PPO evaluates the same samples at rollout and update time, and
     batch statistics would make the two disagree (the ratio would not start at 1).
@@ -91,14 +94,14 @@ class PolicyValueNet(nn.Module):
         x = self.trunk(F.relu(self.stem(obs)))
         v = F.relu(self.value_conv(x))
         v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
-        value = torch.tanh(self.value_out(F.relu(self.value_fc(v)))).squeeze(1)
+        value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return F.relu(self.policy_conv(x)), value
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits of the given actions only, and the value.
 
         obs float[B, C, 10, 10], action_ids int64[B, L] (R8 ids; padding entries may hold any
-        valid id) -> (logits float[B, L], value float[B] in [-1, 1]).
+        valid id) -> (logits float[B, L], value float[B]).
 
         Evaluating the 1x1 policy conv only at the (cell, plane) pairs of the legal actions
         gives the same numbers as `full_logits` at those ids, but costs O(L) instead of

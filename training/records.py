@@ -202,7 +202,7 @@ def board_display(state: ce.GameState) -> str:
     except ImportError:
         return ce.board_text(state)
     fn = getattr(render, "render_ansi", None)
-    return fn(state) if callable(fn) else ce.board_text(state)
+    return fn(state, color=sys.stdout.isatty()) if callable(fn) else ce.board_text(state)
 
 
 def rgb_frame(state: ce.GameState):  # -> np.ndarray (H, W, 3) uint8

@@ -44,6 +44,7 @@ from .config import ConfigError, TrainConfig, load_config, parse_override, save_
 from .model import MaskedCategorical, PolicyValueNet, legal_slots
 from .opponents import OpponentPool
 from .ppo import LossInfo, per_player_gae, ppo_loss
+from .shaping import mover_potential
 
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
@@ -84,6 +85,14 @@ def augment(obs: np.ndarray, ids: np.ndarray, syms: np.ndarray) -> tuple[np.ndar
     return obs_aug, ids_aug
 
 
+def candidates(v) -> tuple[np.ndarray, np.ndarray]:
+    """(ids int64[N, W], valid bool[N, W]): each game's legal canonical actions, padded."""
+    if getattr(v, "legal_ids", None) is not None:
+        ids = v.legal_ids.astype(np.int64)
+        return ids, np.arange(ids.shape[1])[None, :] < v.legal_counts[:, None]
+    return legal_slots(v.mask)
+
+
 # --- rollout ----------------------------------------------------------------------------------
 @dataclass
 class Rollout:
@@ -99,7 +108,8 @@ class Rollout:
     dones: np.ndarray  # bool[T, N]
     rewards: np.ndarray  # float32[T, N, 2]
     learner: np.ndarray  # bool[T, N]: taken by the learning network (trained on)
-    bootstrap: np.ndarray  # float32[N, 2]
+    phi: np.ndarray  # float32[T, N]: shaping potential of the mover at step t (shaping.py)
+    bootstrap: np.ndarray  # float32[N, 2]: (V + Phi) of each colour's next decision after the last step
 
 
 @dataclass
@@ -150,6 +160,7 @@ class SelfPlay:
         dones = np.zeros((t_len, n), bool)
         rewards = np.zeros((t_len, n, 2), np.float32)
         learner = np.ones((t_len, n), bool)
+        phi = np.zeros((t_len, n), np.float32)
         use_pool = self.n_pool > 0 and len(pool) > 0
         if use_pool:
             pool.sample_into(self.opponent, self.rng)
@@ -157,7 +168,8 @@ class SelfPlay:
         rows = np.arange(n)
         for t in range(t_len):
             v = self.vobs
-            ids, valid = legal_slots(v.mask)  # canonical frame
+            ids, valid = candidates(v)  # canonical frame
+            phi[t] = mover_potential(self.env.states, cfg.shaping_scale)
             if cfg.augment_symmetry:
                 obs, net_ids = augment(v.obs, ids, self.rng.choice(_AUG_SYMS, size=n))
             else:
@@ -184,16 +196,16 @@ class SelfPlay:
             dones[t] = done
             self._count_games(done, rew, use_pool, stats)
         v = self.vobs
-        ids, _valid = legal_slots(v.mask)
+        ids, _valid = candidates(v)
         with torch.no_grad():
             _, last_value = self.model(torch.from_numpy(v.obs).to(self.device), torch.from_numpy(ids).to(self.device))
-        last_value = last_value.cpu().numpy()
+        last_value = last_value.cpu().numpy() + mover_potential(self.env.states, cfg.shaping_scale)
         bootstrap = np.empty((n, 2), np.float32)
         mover = v.to_move.astype(np.int64)
         bootstrap[rows, mover] = last_value
         bootstrap[rows, 1 - mover] = -last_value  # zero-sum: the other colour's value of this state
         return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
-                       bootstrap)
+                       phi, bootstrap)
 
     def _count_games(self, done: np.ndarray, rew: np.ndarray, use_pool: bool, stats: GameStats) -> None:
         self.plies += 1
@@ -253,18 +265,19 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
 
 # --- evaluation -------------------------------------------------------------------------------
 def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int) -> dict[str, dict[str, float]]:
-    """Greedy play of `model` against each agent spec via the evaluation module (training.evaluate)."""
-    from . import evaluate
+    """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process)."""
     from .checkpoint import PolicyAgent
+    from .evaluate import evaluate
 
     agent = PolicyAgent(_cpu_copy(model), name="learner", greedy=True)
+    games = max(2, games + games % 2)  # each setup is played once with each colour
     results: dict[str, dict[str, float]] = {}
     for spec in specs:
         t0 = time.perf_counter()
-        r = evaluate.evaluate_agents(agent, spec, games=games, seed=seed)
+        pair = evaluate([agent, spec], games=games, seed=seed, workers=1, schedule="gauntlet", progress=False).pairs[0]
         results[spec] = {
-            "games": r.games, "win_rate": r.win_rate, "draw_rate": r.draw_rate, "loss_rate": r.loss_rate,
-            "seconds": time.perf_counter() - t0,
+            "games": pair.games, "win_rate": pair.wins / pair.games, "draw_rate": pair.draws / pair.games,
+            "loss_rate": pair.losses / pair.games, "seconds": round(time.perf_counter() - t0, 1),
         }  # fmt: skip
     return results
 
@@ -380,7 +393,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
         meta = {
             "iteration": iteration, "global_step": global_step,
             "wall_time_s": wall_before + time.perf_counter() - t_start, "hardware": hardware(),
-            "torch": torch.__version__, "device": str(device), "last_eval": dict(last_eval), "final": final,
+            "torch": str(torch.__version__), "device": str(device), "last_eval": dict(last_eval), "final": final,
         }  # fmt: skip
         extra = {"optimizer": optimizer.state_dict(), "pool": pool.state()}
         save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
@@ -395,7 +408,10 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
                 optimizer.param_groups[0]["lr"] = frac * cfg.learning_rate
             stats = GameStats()
             ro = play.collect(pool, stats)
-            adv, ret = per_player_gae(ro.values, ro.movers, ro.dones, ro.rewards, ro.bootstrap, cfg.gamma, cfg.gae_lambda)
+            # Shaping (shaping.py) enters GAE as V + Phi; the value head keeps learning V alone.
+            adv, ret_aug = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap,
+                                          cfg.gamma, cfg.gae_lambda)
+            ret = ret_aug - ro.phi
             info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng)
             iteration += 1
             global_step += cfg.batch_size

@@ -1,0 +1,129 @@
+"""Checkpoint round trip, atomic writes, safe loading and the error paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import colony_env as ce
+from colony_env import observation
+from training import checkpoint as ck
+from training.checkpoint import CheckpointError, load_model, load_policy_agent, read_checkpoint, save_checkpoint
+from training.model import PolicyValueNet
+
+
+def _net() -> PolicyValueNet:
+    torch.manual_seed(0)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    return net
+
+
+def test_round_trip_keeps_weights_config_and_meta(tmp_path: Path) -> None:
+    net = _net()
+    path = save_checkpoint(tmp_path / "a.pt", net, {"channels": 8}, {"global_step": 123, "iteration": 4})
+    loaded, data = load_model(path)
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, loaded.state_dict()[k])
+    assert data["config"] == {"channels": 8}
+    assert data["meta"]["global_step"] == 123
+    assert data["observation"] == list(observation.PLANE_NAMES)
+    assert data["num_actions"] == ce.N_ACTIONS
+    obs = torch.rand(2, observation.OBS_CHANNELS, 10, 10)
+    ids = torch.tensor([[0, 5, 16000]] * 2)
+    assert torch.equal(net.eval()(obs, ids)[0], loaded(obs, ids)[0])
+
+
+def test_policy_agent_plays_legal_moves(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "a.pt", _net(), {}, {"global_step": 7})
+    for greedy in (True, False):
+        agent = load_policy_agent(path, greedy=greedy)
+        assert "a.pt" in agent.name
+        s = ce.new_game(1)
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            a = agent.act(s, rng)
+            assert ce.is_legal(s, a)
+            s = ce.apply_action(s, a)
+    # Greedy play is deterministic.
+    agent = load_policy_agent(path, greedy=True)
+    s = ce.new_game(2)
+    assert agent.act(s, np.random.default_rng(0)) == agent.act(s, np.random.default_rng(99))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_policy_agent(tmp_path / "nope.pt")
+
+
+def test_corrupt_and_truncated_files(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_checkpoint(junk)
+    good = save_checkpoint(tmp_path / "good.pt", _net(), {}, {})
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_checkpoint(cut)
+
+
+def test_other_file_kinds_and_formats_are_rejected(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.pt"
+    torch.save({"weights": torch.zeros(3)}, plain)
+    with pytest.raises(CheckpointError, match="is not a colony-ppo-checkpoint file"):
+        read_checkpoint(plain)
+    path = save_checkpoint(tmp_path / "x.pt", _net(), {}, {})
+    data = torch.load(path, weights_only=True)
+    for key, value, match in [
+        ("format_version", 999, "format_version is 999"),
+        ("observation", ["own_1"], "observation is 1 planes"),
+        ("num_actions", 42, "num_actions is 42"),
+    ]:
+        bad = dict(data)
+        bad[key] = value
+        torch.save(bad, tmp_path / "bad.pt")
+        with pytest.raises(CheckpointError, match=match):
+            read_checkpoint(tmp_path / "bad.pt")
+    bad = dict(data)
+    bad["architecture"] = {"in_channels": observation.OBS_CHANNELS, "channels": 16, "blocks": 1}
+    torch.save(bad, tmp_path / "arch.pt")
+    with pytest.raises(CheckpointError, match="do not match its architecture"):
+        load_model(tmp_path / "arch.pt")
+
+
+class _Evil:
+    """Unpickling this would run code; weights_only loading must refuse it."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_loading_never_unpickles_arbitrary_objects(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "x.pt", _net(), {}, {})
+    data = torch.load(path, weights_only=True)
+    data["meta"] = {"payload": _Evil()}
+    torch.save(data, tmp_path / "evil.pt")
+    with pytest.raises(CheckpointError, match="unsafe"):
+        read_checkpoint(tmp_path / "evil.pt")
+
+
+def test_crash_mid_save_keeps_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = save_checkpoint(tmp_path / "latest.pt", _net(), {"v": 1}, {})
+    before = path.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ck.torch, "save", boom)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, _net(), {"v": 2}, {})
+    assert path.read_bytes() == before
+    assert read_checkpoint(path)["config"] == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["latest.pt"]  # no temporary files left behind
