@@ -257,3 +257,26 @@ def test_mcts_rejects_bad_settings_and_bad_priors(positions):
 def test_bench_positions_are_ongoing():
     states = sample_positions(1, 0)
     assert states and all(not s.is_over for s in states)
+
+
+def test_pettingzoo_adapter_plays_a_whole_aec_game():
+    """Engine agents as AEC policies: the env accepts every action and pays R7.4 rewards."""
+    from colony_env.agents import PettingZooAdapter
+    from colony_env.env import env as make_env
+
+    e = make_env()
+    e.reset(seed=2)
+    players = {"player_0": PettingZooAdapter(GreedyAgent(), seed=1), "player_1": PettingZooAdapter(RandomAgent(), seed=2)}
+    totals = {"player_0": 0.0, "player_1": 0.0}
+    for name in e.agent_iter():
+        _, reward, termination, truncation, _ = e.last()
+        totals[name] += reward
+        action = players[name](e, name)
+        assert (action is None) == (termination or truncation)
+        e.step(action)
+    final = e.unwrapped.state
+    assert final.is_over
+    assert (totals["player_0"], totals["player_1"]) == final.rewards()
+    with pytest.raises(ValueError, match="not to move"):
+        e.reset(seed=3)
+        players["player_1"](e, "player_1")

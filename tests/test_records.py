@@ -102,3 +102,19 @@ def test_replay_cli_error_paths(tmp_path, played, capsys):
         assert replay_main(args) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_replay_cli_writes_gif_and_png_with_the_rgb_renderer(tmp_path, played, capsys):
+    from PIL import Image
+
+    initial, _, actions = played
+    path = write_records(tmp_path / "g.jsonl", [GameRecord.from_game(initial, actions, {"red": "a", "blue": "b"})])
+    gif, png = tmp_path / "game.gif", tmp_path / "strip.png"
+    every = 50
+    assert replay_main([str(path), "--gif", str(gif), "--png", str(png), "--every", str(every)]) == 0
+    frames = -(-(len(actions) + 1) // every) + (len(actions) % every != 0)
+    with Image.open(gif) as im:
+        assert im.n_frames == frames
+    with Image.open(png) as im:
+        assert im.width > 0 and im.height > 0
+    assert "wrote" in capsys.readouterr().out
