@@ -280,3 +280,13 @@ def test_pettingzoo_adapter_plays_a_whole_aec_game():
     with pytest.raises(ValueError, match="not to move"):
         e.reset(seed=3)
         players["player_1"](e, "player_1")
+
+
+def test_bench_cli_prints_simulations_per_second(capsys):
+    from colony_env.agents.bench import main
+
+    assert main(["--sims", "8", "--games", "1", "--repeats", "1", "--rollouts", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "simulations/s per core" in out and "rollouts from the opening" in out and "greedy:" in out
+    with pytest.raises(SystemExit):
+        main(["--sims", "0"])

@@ -4,7 +4,7 @@
 |--------------------------|--------------------------------------------------------------|
 | `random`                 | uniform over the legal actions                               |
 | `greedy`                 | one-ply colony heuristic (`colony_env.agents.greedy`)         |
-| `mcts:N`                 | UCT with N simulations per move and random rollouts, uct_c 2 |
+| `mcts:N`                 | UCT with N simulations per move and random rollouts, uct_c 1 |
 | `mcts:N:C`               | the same with exploration constant C                          |
 | `checkpoint:PATH`        | a trained policy, most likely legal action                   |
 | `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |

@@ -24,6 +24,7 @@ from .. import _core
 from ..engine import GameState, apply_action, legal_actions, new_game
 from . import _search
 from .greedy import GreedyAgent
+from .mcts import DEFAULT_UCT_C
 
 STAGE_PLIES = (0, 60, 120, 180)  # positions are taken from random games at these plies
 
@@ -68,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(positions)} positions from {args.games} random games at plies {STAGE_PLIES}; medians over positions")
     opening = new_game(args.seed)._a
     # Compile (or load the cache) before timing.
-    _search.uct_search(opening, 2, 2.0, 1, 0)
+    _search.uct_search(opening, 2, DEFAULT_UCT_C, 1, 0)
     for sims in args.sims:
         per_pos = []
         for k, pos in enumerate(positions):
-            per_pos.append(_time(lambda: _search.uct_search(pos._a, sims, 2.0, 1, k), args.repeats))
+            per_pos.append(_time(lambda: _search.uct_search(pos._a, sims, DEFAULT_UCT_C, 1, k), args.repeats))
         med = statistics.median(per_pos)
-        opening_t = _time(lambda: _search.uct_search(opening, sims, 2.0, 1, 1), args.repeats)
+        opening_t = _time(lambda: _search.uct_search(opening, sims, DEFAULT_UCT_C, 1, 1), args.repeats)
         print(
             f"mcts:{sims:<5} {sims / med:8.0f} simulations/s per core (median), "
             f"{1e3 * med:7.1f} ms/move median, {1e3 * opening_t:7.1f} ms/move at the opening"

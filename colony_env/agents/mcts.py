@@ -32,7 +32,12 @@ from ..engine import GameState, _wrap, legal_actions
 from ._search import rollout_values, uct_search
 from .base import Agent, require_ongoing
 
-DEFAULT_UCT_C = 2.0  # OpenSpiel's examples use 2 for returns in [-1, 1]
+# OpenSpiel's examples use 2 for returns in [-1, 1]. With about 70 legal actions and a few
+# hundred simulations that spreads the visits almost evenly over the root's children;
+# measured (colony-eval, 10 paired setups): mcts:200 vs random scored 0.85 with c = 2,
+# 1.00 with c = 1 and c = 0.5, 0.975 with c = 0.25, and c = 0.5 / 1 / 2 scored evenly
+# against each other. So 1.
+DEFAULT_UCT_C = 1.0
 SEED_HIGH = 2**62  # range of the per-search seeds drawn from the injected generator
 CHILD_SELECTIONS = ("uct", "puct")
 
