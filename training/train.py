@@ -37,6 +37,7 @@ import torch
 from tqdm import tqdm
 
 from colony_env import symmetry
+from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
 from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
@@ -264,7 +265,8 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
 
 
 # --- evaluation -------------------------------------------------------------------------------
-def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int) -> dict[str, dict[str, float]]:
+def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int,
+                   max_plies: int = DEFAULT_MAX_PLIES) -> dict[str, dict[str, float]]:
     """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process)."""
     from .checkpoint import PolicyAgent
     from .evaluate import evaluate
@@ -274,7 +276,8 @@ def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: in
     results: dict[str, dict[str, float]] = {}
     for spec in specs:
         t0 = time.perf_counter()
-        pair = evaluate([agent, spec], games=games, seed=seed, workers=1, schedule="gauntlet", progress=False).pairs[0]
+        pair = evaluate([agent, spec], games=games, seed=seed, workers=1, schedule="gauntlet", progress=False,
+                        max_plies=max_plies).pairs[0]
         results[spec] = {
             "games": pair.games, "win_rate": pair.wins / pair.games, "draw_rate": pair.draws / pair.games,
             "loss_rate": pair.losses / pair.games, "seconds": round(time.perf_counter() - t0, 1),
@@ -380,6 +383,8 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
         iteration = int(data["meta"]["iteration"])
         global_step = int(data["meta"]["global_step"])
         wall_before = float(data["meta"].get("wall_time_s", 0.0))
+    else:
+        pool.add(model, 0)  # the untrained network: a near-uniform opponent to measure early progress against
     # A resumed run gets fresh games and generators derived from where it stopped.
     play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
@@ -431,7 +436,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
             log.metric(row)
             done = iteration >= cfg.num_iterations
             if (cfg.eval_every and iteration % cfg.eval_every == 0) and not done:
-                res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, seed=cfg.seed + iteration)
+                res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, cfg.seed + iteration, cfg.max_plies)
                 log.evaluation(iteration, global_step, res)
                 last_eval = {spec: r["win_rate"] for spec, r in res.items()}
             if iteration % cfg.checkpoint_every == 0 or done:
@@ -445,7 +450,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
             bar.set_postfix(post, refresh=False)
         bar.close()
         if cfg.final_eval_games:
-            res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)
+            res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, cfg.seed + 10_000_019, cfg.max_plies)
             log.evaluation(iteration, global_step, res)
             last_eval = {spec: r["win_rate"] for spec, r in res.items()}
             checkpoint(final=True)

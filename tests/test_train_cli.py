@@ -1,0 +1,83 @@
+"""Smoke tests of the training CLIs with tiny settings: config -> steps -> checkpoint -> resume -> evaluation."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import colony_env as ce
+from training import bench_train, plot, train
+from training.checkpoint import load_policy_agent, read_checkpoint
+
+TINY = [
+    "--num-envs", "2", "--rollout-steps", "8", "--total-steps", "32", "--channels", "4", "--blocks", "1",
+    "--num-minibatches", "2", "--update-epochs", "1", "--max-plies", "40", "--eval-every", "2", "--eval-games", "2",
+    "--eval-opponents", "random", "--final-eval-games", "2", "--checkpoint-every", "1", "--snapshot-every", "1",
+    "--pool-share", "0.5", "--torch-threads", "1", "--no-progress",
+]  # fmt: skip
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_tiny_run_resume_and_evaluate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    cfg = str(ROOT / "configs" / "quickstart.yaml")
+    assert train.main(["--config", cfg, "--run-dir", str(run), *TINY]) == 0
+    assert "final evaluation vs random" in capsys.readouterr().out
+    latest = run / "checkpoints" / "latest.pt"
+    meta = read_checkpoint(latest)["meta"]
+    assert (meta["iteration"], meta["global_step"]) == (2, 32)
+    assert len(_rows(run / "metrics.csv")) == 2
+    evals = _rows(run / "eval.csv")
+    assert [r["opponent"] for r in evals] == ["random"] and evals[0]["games"] == "2"
+    assert (run / "config.yaml").is_file() and any((run / "tb").iterdir())
+    assert (run / "plots" / "training.png").is_file()
+
+    # Resume with a larger budget: the counters continue from the checkpoint.
+    assert train.main(["--resume", str(run), "--total-steps", "64", "--no-progress"]) == 0
+    meta = read_checkpoint(latest)["meta"]
+    assert (meta["iteration"], meta["global_step"]) == (4, 64)
+    assert [int(r["iteration"]) for r in _rows(run / "metrics.csv")] == [1, 2, 3, 4]
+
+    agent = load_policy_agent(latest, greedy=True)
+    s = ce.new_game(0)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+    assert plot.main([str(run)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--config", "configs/nope.yaml"], "does not exist"),
+        (["--config", "configs/quickstart.yaml", "--num-envz", "3"], "unknown config key 'num_envz'"),
+        (["--config", "configs/quickstart.yaml", "--gamma", "2"], "'gamma' = 2.0 is invalid"),
+        (["--resume", "/nonexistent/run"], "not a run directory"),
+        ([], "give --config FILE"),
+    ],
+)
+def test_cli_errors_are_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert train.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_plot_rejects_non_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert plot.main([str(tmp_path)]) == 2
+    assert "no metrics.csv" in capsys.readouterr().err
+
+
+def test_bench_train_prints_throughput(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("num_envs: 2\nrollout_steps: 8\nchannels: 4\nblocks: 1\nnum_minibatches: 2\nupdate_epochs: 1\n"
+                   "torch_threads: 1\n")
+    assert bench_train.main(["--config", str(cfg), "--iterations", "1"]) == 0
+    assert "env steps/s" in capsys.readouterr().out
