@@ -88,6 +88,16 @@ def _observe_batch(states: np.ndarray, obs: np.ndarray, mask: np.ndarray, legal:
 
 
 @njit(cache=True)
+def _padded_ids(legal: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """int16[N, W] copy of the legal lists, zero-padded to the largest count W."""
+    width = max(1, counts.max())
+    out = np.zeros((legal.shape[0], width), np.int16)
+    for i in range(legal.shape[0]):
+        out[i, : counts[i]] = legal[i, : counts[i]]
+    return out
+
+
+@njit(cache=True)
 def _first_illegal(states: np.ndarray, actions: np.ndarray, legal: np.ndarray, counts: np.ndarray) -> int:
     """Index of the first game whose canonical action is not in its legal set, else -1."""
     for i in range(actions.shape[0]):
@@ -251,10 +261,8 @@ class ColonyVectorEnv:
     def _observe(self) -> VecObs:
         obs, mask = self._buffers()
         _observe_batch(self._states, obs, mask, self._legal, self._counts)
-        counts = self._counts.copy()
-        ids = self._legal[:, : int(counts.max())].copy()
-        ids[np.arange(ids.shape[1])[None, :] >= counts[:, None]] = 0
-        return VecObs(obs, mask, self._states[:, I_TO_MOVE].astype(np.int8), ids, counts)
+        ids = _padded_ids(self._legal, self._counts)
+        return VecObs(obs, mask, self._states[:, I_TO_MOVE].astype(np.int8), ids, self._counts.copy())
 
     def _explain(self, i: int, action: int) -> str:
         if not 0 <= action < N_ACTIONS:
