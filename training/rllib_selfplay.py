@@ -13,7 +13,7 @@ How the pieces map onto RLlib:
 | agents -> modules      | both colours (`player_0`, `player_1`) map to the one trained module `main` (parameter sharing); in a `pool_share` of the games one colour is a frozen snapshot `main_vN` |
 | RLModule               | `ColonyRLModule`: the project's `PolicyValueNet` (training/model.py) with action masking as in RLlib's `ActionMaskingTorchRLModule` example, but with a finite masked logit (no NaN, sb3-contrib #81/#247) |
 | self-play              | `SnapshotSelfPlayCallback`, RLlib's self-play callback pattern: every `snapshot_every` iterations a frozen copy of `main` joins the pool (`Algorithm.add_module`), the oldest leaves past `pool_size` |
-| checkpoints            | RLlib checkpoints (`<run>/rllib/iter_N`, resumable with RLlib's `Algorithm.from_checkpoint`) and, exported from them, the project's own format (`<run>/checkpoints/latest.pt`) that `colony-eval` / `colony-play` load as `checkpoint:PATH` |
+| checkpoints            | RLlib checkpoints (`<run>/rllib/iter_N`: the whole algorithm, learners and snapshots) and, exported from them, the project's own format (`<run>/checkpoints/latest.pt`) that `colony-eval` / `colony-play` load as `checkpoint:PATH` |
 
 Because the module *is* a `PolicyValueNet` in the canonical view, exporting is a rename of
 the weights (`export_state_dict`), and a checkpoint from either trainer plays the same way.
@@ -358,10 +358,10 @@ class SnapshotSelfPlayCallback(RLlibCallback):
     """RLlib's self-play callback pattern (examples/multi_agent/utils/self_play_callback.py), on a schedule.
 
     Every `snapshot_every` iterations a frozen copy of `main` is added as `main_vN`; past
-    `pool_size` the oldest is removed. Unlike the example it copies the weights into the new
-    module on the learners *and then syncs them to the env runners* explicitly: PPO only syncs
-    the modules it trained, so without that the env runners would play a randomly initialised
-    snapshot. It logs `pool_win_rate`, the learner's score (win 1, draw 0.5) in pool games.
+    `pool_size` the oldest is removed. Like the example it copies `main`'s weights into the new
+    module on the learners, and unlike it also into the env runners' copies: PPO only syncs the
+    modules it trained, so otherwise the env runners would play a randomly initialised snapshot
+    (the RLlib test checks the weights on every env runner). It logs `pool_win_rate`, the learner's score (win 1, draw 0.5) in pool games.
     """
 
     def __init__(self, snapshot_every: int = 5, pool_size: int = 4, pool_share: float = 0.25) -> None:
@@ -405,9 +405,17 @@ class SnapshotSelfPlayCallback(RLlibCallback):
         algorithm.learner_group.set_state(
             {COMPONENT_LEARNER: {COMPONENT_RL_MODULE: {new_id: main_state}}}
         )
-        algorithm.env_runner_group.sync_weights(
-            from_worker_or_learner_group=algorithm.learner_group, policies=[new_id], inference_only=True
-        )
+        # Not `env_runner_group.sync_weights`: it skips env runners whose weights sequence number
+        # already matches the learner's, which it does right after an update, so the new module
+        # would keep its random initial weights there. Set the weights directly instead.
+        state_ref = ray.put(main_state)
+
+        def _set_snapshot(runner: Any, _id: str = new_id, _ref: Any = state_ref) -> None:
+            module = getattr(runner, "module", None)
+            if module is not None and _id in module:
+                module[_id].set_state(ray.get(_ref))
+
+        algorithm.env_runner_group.foreach_env_runner(_set_snapshot, local_env_runner=True)
         for old in removed:
             algorithm.remove_module(old, new_agent_to_module_mapping_fn=mapping)
         result["pool_size"] = len(self.snapshots)

@@ -1,0 +1,262 @@
+"""RLlib integration: the observation adapter, ColonyRLModule, config/CLI errors, and one real
+self-play run on a private local Ray instance (2 env runners, loopback only) with checkpoint,
+export to the project's format and play through `colony-eval`'s agent specs."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+from colony_env.env import env as colony_pz_env
+from colony_env.rllib import MASK_KEY, RLLIB_OBS_KEY, RLlibObservationWrapper
+from training.checkpoint import PolicyAgent, read_checkpoint
+from training.config import ConfigError
+from training.model import PolicyValueNet
+
+from ray.rllib.core.columns import Columns
+from training import rllib_selfplay
+from training.rllib_selfplay import (
+    MAIN_MODULE,
+    ColonyRLModule,
+    config_from_dict,
+    export_state_dict,
+    load_config,
+    main,
+    train,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "configs" / "rllib_ppo.yaml"
+
+
+def _walk(env, seed: int, plies: int):
+    """Yield (wrapped obs, state) at each decision of a random game through the wrapper."""
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(plies):
+        agent = env.agent_selection
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            return
+        state = env.unwrapped.state
+        yield agent, obs, state
+        env.step(int(rng.choice(np.flatnonzero(obs[MASK_KEY]))))
+
+
+# --- the adapter ---------------------------------------------------------------------------------
+def test_adapter_renames_key_and_shows_the_canonical_view():
+    env = RLlibObservationWrapper(colony_pz_env(max_plies=80))
+    space = env.observation_space("player_1")
+    assert set(space.spaces) == {RLLIB_OBS_KEY, MASK_KEY}
+    assert space[RLLIB_OBS_KEY].shape == observation.OBS_SHAPE
+    colours = set()
+    for agent, obs, state in _walk(env, seed=5, plies=80):
+        colour = state.to_move
+        colours.add(colour)
+        assert space[RLLIB_OBS_KEY].contains(obs[RLLIB_OBS_KEY]) and space[MASK_KEY].contains(obs[MASK_KEY])
+        np.testing.assert_array_equal(obs[RLLIB_OBS_KEY], observation.encode_observation(state, colour, canonical=True))
+        canonical_legal = np.sort(symmetry.board_action_to_canonical(ce.legal_actions(state), colour))
+        np.testing.assert_array_equal(np.flatnonzero(obs[MASK_KEY]), canonical_legal)
+    assert colours == {ce.Colour.RED, ce.Colour.BLUE}
+
+
+def test_adapter_maps_blue_canonical_actions_to_the_board():
+    env = RLlibObservationWrapper(colony_pz_env())
+    env.reset(seed=2)
+    env.step(int(np.flatnonzero(env.last()[0][MASK_KEY])[0]))  # red moves; blue (transposed view) is next
+    assert env.agent_selection == "player_1"
+    state = env.unwrapped.state
+    canonical = int(np.flatnonzero(env.last()[0][MASK_KEY])[-1])
+    board = int(symmetry.canonical_action_to_board(canonical, ce.Colour.BLUE))
+    assert board != canonical  # the frames really differ for this action
+    env.step(canonical)
+    assert env.unwrapped.state == ce.apply_action(state, board)
+
+
+# --- the RLModule ----------------------------------------------------------------------------------
+def _module(channels: int = 8, blocks: int = 1) -> ColonyRLModule:
+    space_env = RLlibObservationWrapper(colony_pz_env())
+    torch.manual_seed(0)
+    return ColonyRLModule(observation_space=space_env.observation_space("player_0"),
+                          action_space=space_env.action_space("player_0"),
+                          model_config={"channels": channels, "blocks": blocks})
+
+
+def _batch(n: int = 12):
+    env = RLlibObservationWrapper(colony_pz_env(max_plies=200))
+    items = list(_walk(env, seed=11, plies=n))
+    obs = {RLLIB_OBS_KEY: torch.from_numpy(np.stack([o[RLLIB_OBS_KEY] for _, o, _ in items])),
+           MASK_KEY: torch.from_numpy(np.stack([o[MASK_KEY] for _, o, _ in items]))}
+    return {Columns.OBS: obs}, [s for _, _, s in items]
+
+
+def test_module_masks_to_legal_actions_without_nan():
+    module = _module()
+    batch, _ = _batch()
+    mask = batch[Columns.OBS][MASK_KEY].bool()
+    out = module.forward_exploration(batch)
+    logits = out[Columns.ACTION_DIST_INPUTS]
+    assert logits.shape == mask.shape and torch.isfinite(logits).all()
+    dist = module.get_exploration_action_dist_cls().from_logits(logits)
+    assert torch.all(dist.to_deterministic().sample() >= 0)
+    probs = torch.softmax(logits, -1)
+    assert torch.all(probs[~mask] == 0) and torch.allclose(probs.sum(-1), torch.ones(len(probs)))
+    for _ in range(20):
+        a = dist.sample()
+        assert mask.gather(1, a[:, None]).all()
+    assert torch.isfinite(dist.entropy()).all()
+    # The final observation of a game has no legal action (R8.4): still finite, no NaN.
+    empty = {Columns.OBS: {RLLIB_OBS_KEY: batch[Columns.OBS][RLLIB_OBS_KEY][:2], MASK_KEY: torch.zeros(2, ce.N_ACTIONS, dtype=torch.int8)}}
+    assert torch.isfinite(module.forward_inference(empty)[Columns.ACTION_DIST_INPUTS]).all()
+    # The train pass hands the value as embeddings; compute_values agrees with a fresh pass.
+    train_out = module.forward_train(batch)
+    assert torch.allclose(module.compute_values(batch, train_out[Columns.EMBEDDINGS]), module.compute_values(batch))
+
+
+def test_exported_weights_play_exactly_as_the_module():
+    """Export is a rename: a PolicyAgent on the exported net ranks the legal moves as the module does."""
+    module = _module(channels=8, blocks=2)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.3 * torch.randn_like(p))  # away from the near-uniform init, so rankings are distinct
+    net = PolicyValueNet(observation.OBS_CHANNELS, 8, 2)
+    net.load_state_dict(export_state_dict({k: v.numpy() for k, v in module.state_dict().items()}))
+    agent = PolicyAgent(net, name="exported")
+    batch, states = _batch(8)
+    with torch.no_grad():
+        logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+        values = module.compute_values(batch)
+    for i, state in enumerate(states):
+        ids, probs, value = agent.policy(state)
+        canonical = symmetry.board_action_to_canonical(ids, state.to_move)
+        module_probs = torch.softmax(logits[i], -1)[torch.from_numpy(canonical)].double().numpy()
+        np.testing.assert_allclose(probs, module_probs, rtol=1e-4, atol=1e-6)
+        assert value == pytest.approx(float(values[i]), abs=1e-5)
+
+
+# --- config and CLI --------------------------------------------------------------------------------
+def test_shipped_config_loads():
+    cfg = load_config(CONFIG)
+    assert cfg.num_env_runners >= 1 and cfg.address == "" and cfg.num_iterations >= 1
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"num_env_runnerz": 2}, "unknown config key 'num_env_runnerz'; allowed keys:"),
+        ({"minibatch_size": 4096, "train_batch_size": 64}, "'minibatch_size' = 4096 is invalid; allowed: at most train_batch_size"),
+        ({"pool_share": 1.5}, "'pool_share' = 1.5 is invalid; allowed: a number in [0, 1]"),
+        ({"num_env_runners": 1.5}, "'num_env_runners' must be an integer"),
+        ({"address": "not an address"}, "'address' = 'not an address' is invalid"),
+        ({"eval_opponents": ["nobody"]}, "'eval_opponents' has 'nobody'"),
+    ],
+)
+def test_bad_config_values_name_the_key(values, message):
+    with pytest.raises(ConfigError) as err:
+        config_from_dict(values)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_errors_are_one_line(capsys, tmp_path):
+    assert main(["--config", str(tmp_path / "missing.yaml")]) == 2
+    assert main(["--config", str(CONFIG), "--learning-rate", "-1"]) == 2
+    assert main(["--config", str(CONFIG), "--bogus", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("colony-train-rllib: error: ") for line in err)
+    assert "does not exist" in err[0] and "'learning_rate'" in err[1] and "unknown config key 'bogus'" in err[2]
+
+
+def test_cli_passes_overrides_and_address_to_train(monkeypatch, tmp_path):
+    seen = {}
+
+    def fake_train(cfg, run_dir=None, progress=True):
+        seen.update(cfg=cfg, run_dir=run_dir, progress=progress)
+        return tmp_path
+
+    monkeypatch.setattr(rllib_selfplay, "train", fake_train)
+    rc = main(["--config", str(CONFIG), "--address", "auto", "--num-env-runners", "8", "--total-steps=1e5",
+               "--run-dir", str(tmp_path / "run"), "--no-progress"])
+    assert rc == 0
+    assert seen["cfg"].address == "auto" and seen["cfg"].num_env_runners == 8 and seen["cfg"].total_steps == 100_000
+    assert seen["run_dir"] == tmp_path / "run" and seen["progress"] is False
+
+
+# --- one real run on a local Ray instance -------------------------------------------------------
+@pytest.fixture
+def local_ray():
+    """A private Ray instance: 2 CPUs, loopback only, no dashboard; always shut down."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
+             configure_logging=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def test_rllib_selfplay_trains_checkpoints_and_exports(local_ray, tmp_path):
+    """PPO on RLlib's new API stack with 2 env runners: iterations run, snapshots reach the env
+    runners with the learner's weights, no illegal action is ever played, and the exported
+    checkpoint is a project checkpoint that colony-eval/colony-play load as checkpoint:PATH."""
+    from training.agent_specs import make_agent
+    from training.evaluate import main as eval_main
+    from training.rllib_export import export_rllib_checkpoint
+
+    cfg = load_config(CONFIG, {
+        "num_env_runners": 2, "train_batch_size": 64, "minibatch_size": 32, "update_epochs": 1, "total_steps": 192,
+        "max_plies": 16, "channels": 8, "blocks": 1, "snapshot_every": 1, "pool_share": 1.0, "pool_size": 2,
+        "checkpoint_every": 2, "keep_checkpoints": 1, "final_eval_games": 2, "out_dir": str(tmp_path),
+    })  # fmt: skip
+    assert cfg.num_iterations == 3
+    checks = []
+
+    def on_iteration(algo, row):
+        # The callback snapshotted `main` at the end of this iteration; the env runners must hold
+        # exactly the learner's weights in the new module (PPO syncs only the trained module).
+        snap = f"main_v{row['iteration']}"
+        learner = algo.learner_group.get_state(components=f"learner/rl_module/{MAIN_MODULE}")
+        learner = learner["learner"]["rl_module"][MAIN_MODULE]
+        runners = algo.env_runner_group.foreach_env_runner(lambda r, m=snap: r.module[m].get_state(),
+                                                           local_env_runner=False)
+        same = all(np.array_equal(np.asarray(s[k]), np.asarray(learner[k])) for s in runners for k in s)
+        modules = algo.env_runner_group.foreach_env_runner(lambda r: sorted(r.module.keys()), local_env_runner=False)
+        checks.append((len(runners), same, modules[0]))
+
+    run_dir = train(cfg, run_dir=tmp_path / "run", progress=False, on_iteration=on_iteration)
+
+    assert [c[0] for c in checks] == [2, 2, 2] and all(c[1] for c in checks)
+    assert checks[-1][2] == ["main", "main_v2", "main_v3"]  # pool_size 2: main_v1 was dropped
+    rows = list(csv.DictReader(open(run_dir / "metrics.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2, 3]
+    assert int(rows[-1]["env_steps"]) >= 192 and int(rows[-1]["episodes"]) >= 1
+    assert all(int(r["illegal_games"]) == 0 for r in rows)
+    assert all(math.isfinite(float(r[k])) for r in rows for k in ("policy_loss", "vf_loss", "entropy"))
+    assert math.isfinite(float(rows[-1]["pool_win_rate"]))  # pool_share 1: games against snapshots happened
+    # RLlib checkpoints (only the newest kept) and their export in the project's format.
+    assert [p.name for p in sorted((run_dir / "rllib").iterdir())] == ["iter_000003"]
+    latest = run_dir / "checkpoints" / "latest.pt"
+    data = read_checkpoint(latest)
+    assert data["meta"]["trainer"] == "rllib" and data["meta"]["global_step"] == int(rows[-1]["env_steps"])
+    assert (run_dir / "eval.csv").is_file() and (run_dir / "config.yaml").is_file()
+    # colony-rllib-export of the same RLlib checkpoint gives the same weights.
+    exported = export_rllib_checkpoint(run_dir, tmp_path / "exported.pt")
+    again = read_checkpoint(exported)
+    assert again["architecture"] == data["architecture"]
+    assert all(torch.equal(again["model"][k], data["model"][k]) for k in data["model"])
+    # The exported file plays through the project's agent specs (what colony-eval/colony-play use).
+    agent = make_agent(f"checkpoint:{exported}")
+    state, rng = ce.new_game(7), np.random.default_rng(0)
+    for _ in range(6):
+        action = agent.act(state, rng)
+        assert ce.is_legal(state, action)
+        state = ce.apply_action(state, action)
+    assert eval_main([f"checkpoint:{latest}", "random", "--games", "2", "--workers", "1", "--max-plies", "30",
+                      "--no-progress", "--no-records", "--out", str(tmp_path / "eval")]) == 0
