@@ -288,4 +288,52 @@ class HumanViewer:
         self._plt.close(self.fig)
 
 
-__all__ = ["HumanViewer", "render_ansi", "render_rgb"]
+# --------------------------------------------------------------------------------------
+# Command line: draw a position of a seeded random game (how docs/midgame.png was made).
+
+
+def random_position(seed: int, plies: int) -> GameState:
+    """The position after `plies` uniformly random legal actions from `new_game(seed)`
+    (generator `default_rng(seed)`), or the final position if the game ends first."""
+    from .engine import apply_action, legal_actions, new_game
+
+    rng = np.random.default_rng(seed)
+    state = new_game(seed)
+    for _ in range(plies):
+        if state.is_over:
+            break
+        legal = legal_actions(state)
+        state = apply_action(state, int(legal[rng.integers(len(legal))]))
+    return state
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m colony_env.render", description="Draw a position of a seeded random game.")
+    parser.add_argument("--seed", type=int, default=2, help="game seed (setup and the random moves)")
+    parser.add_argument("--plies", type=int, default=83, help="random actions to play first")
+    parser.add_argument("--out", default=None, help="PNG file to write; without it the text board is printed")
+    parser.add_argument("--cell-px", type=int, default=CELL_PX, help="cell size of the picture in pixels")
+    args = parser.parse_args(argv)
+    if args.plies < 0:
+        parser.error("--plies must be >= 0")
+    state = random_position(args.seed, args.plies)
+    if args.out is None:
+        print(render_ansi(state))
+        return
+    from PIL import Image
+
+    try:
+        picture = render_rgb(state, cell_px=args.cell_px)
+    except ValueError as exc:
+        parser.error(str(exc))
+    Image.fromarray(picture).save(args.out)
+    print(f"wrote {args.out} ({picture.shape[1]}x{picture.shape[0]}), ply {state.ply}")
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["HumanViewer", "main", "random_position", "render_ansi", "render_rgb"]
