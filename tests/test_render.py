@@ -126,3 +126,20 @@ def test_human_viewer_draws_headless() -> None:
     drawn = np.asarray(viewer.fig.canvas.buffer_rgba())
     assert drawn.shape[2] == 4 and drawn[..., :3].std() > 0
     viewer.close()
+
+
+def test_render_cli(tmp_path, capsys) -> None:
+    out = tmp_path / "pos.png"
+    render.main(["--seed", "2", "--plies", "20", "--out", str(out)])
+    from PIL import Image
+
+    with Image.open(out) as picture:
+        assert picture.size == (render.render_rgb(render.random_position(2, 20)).shape[1], render.render_rgb(render.random_position(2, 20)).shape[0])
+    assert "ply 20" in capsys.readouterr().out
+    render.main(["--seed", "2", "--plies", "20"])
+    assert "to move" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        render.main(["--plies", "-1"])
+    with pytest.raises(SystemExit):
+        render.main(["--cell-px", "3", "--out", str(out)])
+    assert "cell_px" in capsys.readouterr().err
