@@ -83,10 +83,12 @@ def make_policy(net: PolicyValueNet) -> TensorDictSequential:
     return TensorDictSequential(*actors)
 
 
-def collect(frames: int, max_plies: int = 400, seed: int = 0, channels: int = 16, blocks: int = 1) -> TensorDictBase:
-    """One batch of `frames` env steps (games are reset automatically when they end)."""
+def collect(frames: int, max_plies: int = 400, seed: int = 0, channels: int = 16, blocks: int = 1,
+            env: PettingZooWrapper | None = None) -> TensorDictBase:
+    """One batch of `frames` env steps (games are reset automatically when they end); `env`
+    replaces the default `make_env(max_plies, seed)`."""
     torch.manual_seed(seed)
-    env = make_env(max_plies, seed)
+    env = make_env(max_plies, seed) if env is None else env
     policy = make_policy(PolicyValueNet(OBS_CHANNELS, channels, blocks))
     collector = Collector(env, policy, frames_per_batch=frames, total_frames=frames,
                           auto_register_policy_transforms=False)  # the policy is stateless
