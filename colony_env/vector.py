@@ -15,8 +15,8 @@ board frame before the engine applies them. A player may move several times in a
 
 A game that ends is reset at once (auto-reset): `step` returns the rewards, the done
 flag and the end reason of the game that ended, and a `VecObs` of the new game in that
-slot. Game `j` of slot `i` is set up from the seed `(seed, i, j)`, so a run is
-reproducible whatever the order in which games end.
+slot. Slot `i` draws its games in turn from its own generator `default_rng((seed, i))`,
+so a run is reproducible whatever the order in which games end.
 
 The hot loop (apply, legal generation, canonical mapping, observation planes and mask
 writing) is one compiled pass over the packed `[N, 108]` states, calling the engine's
@@ -142,8 +142,8 @@ class ColonyVectorEnv:
 
     Args:
         num_envs: number of games N.
-        seed: base of the per-game seeds (None: fresh entropy). Game `j` of slot `i` is
-            `new_game(np.random.default_rng((seed, i, j)))`.
+        seed: base of the per-game seeds (None: fresh entropy). Slot `i` starts its games
+            with `new_game(rng_i)`, one after the other, `rng_i = np.random.default_rng((seed, i))`.
         max_plies: the ply limit of every game (R6.2, reason `ply_limit`).
     """
 
@@ -160,6 +160,7 @@ class ColonyVectorEnv:
         self._legal = np.zeros((self.num_envs, MAX_LEGAL), np.int16)  # canonical ids
         self._counts = np.zeros(self.num_envs, np.int32)
         self._games = np.zeros(self.num_envs, np.int64)  # games started per slot
+        self._rngs: list[np.random.Generator] = []  # one per slot: setups in slot order
         self._all_rows = np.arange(self.num_envs, dtype=np.int64)
         self._seed = 0
         self._started = False
@@ -186,6 +187,11 @@ class ColonyVectorEnv:
         return self._counts.copy()
 
     @property
+    def games_started(self) -> np.ndarray:
+        """int64[N]: games started in each slot since the last seeded reset (a copy)."""
+        return self._games.copy()
+
+    @property
     def seed(self) -> int:
         """The base of the per-game seeds in use."""
         return self._seed
@@ -198,9 +204,11 @@ class ColonyVectorEnv:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
                 raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
             self._seed = int(seed)
-            self._games[:] = 0
         elif not self._started:
             self._seed = int(np.random.SeedSequence().entropy)
+        if seed is not None or not self._started:
+            self._games[:] = 0
+            self._rngs = [np.random.default_rng((self._seed, i)) for i in range(self.num_envs)]
         self._started = True
         for i in range(self.num_envs):
             self._new_game(i)
@@ -240,9 +248,8 @@ class ColonyVectorEnv:
 
     # --- internals ------------------------------------------------------------------
     def _new_game(self, i: int) -> None:
-        rng = np.random.default_rng((self._seed, i, int(self._games[i])))
         self._games[i] += 1
-        self._states[i] = new_game(rng, self.max_plies)._a
+        self._states[i] = new_game(self._rngs[i], self.max_plies)._a
 
     def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
         """An (obs, mask) pair nobody outside the pool references, mask cleared."""

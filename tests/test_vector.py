@@ -13,7 +13,11 @@ from colony_env.vector import ColonyVectorEnv
 
 
 def _game(seed: int, slot: int, index: int, max_plies: int = 400) -> ce.GameState:
-    return ce.new_game(np.random.default_rng((seed, slot, index)), max_plies)
+    """Game `index` of `slot`: slots draw their setups in turn from `default_rng((seed, slot))`."""
+    rng = np.random.default_rng((seed, slot))
+    for _ in range(index):
+        ce.new_game(rng, max_plies)
+    return ce.new_game(rng, max_plies)
 
 
 def _check_view(venv: ColonyVectorEnv, vo, states: list[ce.GameState]) -> None:
@@ -75,6 +79,7 @@ def test_lockstep_with_engine_including_auto_reset() -> None:
             states[i] = after
         _check_view(venv, vo, states)
     assert "ply_limit" in ended  # max_plies 40 < any random game here
+    np.testing.assert_array_equal(venv.games_started, games)
 
 
 def test_same_seed_same_games_and_new_seed_differs() -> None:
