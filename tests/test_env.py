@@ -16,7 +16,7 @@ import colony_env as ce
 from colony_env import observation
 from colony_env.env import AGENT_COLOUR, AGENTS, env, raw_env
 from colony_env.observation import encode_observation
-from tests.helpers import pos
+from helpers import pos
 
 matplotlib.use("Agg")  # the human render mode draws headless
 

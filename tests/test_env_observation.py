@@ -8,7 +8,7 @@ import numpy as np
 import colony_env as ce
 from colony_env import observation as ob
 from colony_env.constants import BOARD_SIZE, GRACE_MOVES
-from tests.helpers import pos
+from helpers import pos
 
 
 def reference_planes(state: ce.GameState, colour: ce.Colour) -> np.ndarray:

@@ -11,7 +11,7 @@ import pytest
 import colony_env as ce
 from colony_env import render
 from colony_env.constants import FILES
-from tests.helpers import pos
+from helpers import pos
 
 matplotlib.use("Agg")
 
