@@ -159,3 +159,20 @@ def test_cli_smoke(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "random vs greedy" in res.stdout and "Elo" in res.stdout
     assert (tmp_path / "eval.json").exists() and (tmp_path / "games.jsonl").exists()
+
+
+def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
+    """`checkpoint:PATH` goes through training.checkpoint.load_policy_agent (the trainer's format)."""
+    from colony_env import observation
+    from training.checkpoint import save_checkpoint
+    from training.model import PolicyValueNet
+
+    path = save_checkpoint(tmp_path / "tiny.pt", PolicyValueNet(observation.OBS_CHANNELS, 4, 1), {}, {"global_step": 0})
+    spec = f"checkpoint:{path}"
+    agent = make_agent(spec)
+    assert agent.name == spec
+    res = ev.evaluate([spec, "random"], games=2, seed=0, workers=1, progress=False)
+    assert res.pairs[0].games == 2 and res.pairs[0].a == spec
+    sampled = make_agent(spec + ":sample")
+    state = ce.new_game(0)
+    assert ce.is_legal(state, sampled.act(state, np.random.default_rng(0)))
