@@ -13,8 +13,8 @@ NaN / "invalid values" crashes (sb3-contrib issues #81 and #247). Their causes, 
 setup does not hit them (the test suite checks it):
 
 1. A stale cached `probs` tensor after re-masking failed torch's `Simplex()` check once the
-   float32 sum over ~1,000+ categories drifted past 1e-6. sb3-contrib now drops the cache
-   before re-initialising (verified with the versions in the README's table).
+   float32 sum over ~1,000+ categories drifted past 1e-6 (sb3-contrib #322, with torch >= 2.9).
+   sb3-contrib 2.9 drops the cache before re-initialising; the `sb3` extra requires it.
 2. Masked logits of -1e8 in half precision become -inf, and `0 * -inf` is NaN in the
    entropy. SB3 runs the policy in float32 here and the observation is float32.
 3. An all-False mask makes the masked distribution uniform over *illegal* actions. The
