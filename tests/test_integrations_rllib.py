@@ -5,6 +5,7 @@ export to the project's format and play through `colony-eval`'s agent specs."""
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from pathlib import Path
 
@@ -190,32 +191,28 @@ def test_cli_passes_overrides_and_address_to_train(monkeypatch, tmp_path):
 
 # --- one real run on a local Ray instance -------------------------------------------------------
 @pytest.fixture
-def local_ray():
-    """A private Ray instance: 2 CPUs, loopback only, no dashboard; always shut down."""
+def no_ray_left():
+    """The run starts and stops its own private Ray instance; make sure none outlives the test."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False,
-             configure_logging=False)
+    assert not ray.is_initialized()
     try:
         yield ray
     finally:
-        ray.shutdown()
+        if ray.is_initialized():  # only after a failure inside the run
+            ray.shutdown()
 
 
-def test_rllib_selfplay_trains_checkpoints_and_exports(local_ray, tmp_path):
-    """PPO on RLlib's new API stack with 2 env runners: iterations run, snapshots reach the env
-    runners with the learner's weights, no illegal action is ever played, and the exported
-    checkpoint is a project checkpoint that colony-eval/colony-play load as checkpoint:PATH."""
+def test_rllib_selfplay_trains_checkpoints_and_exports(no_ray_left, monkeypatch, tmp_path, capsys):
+    """`colony-train-rllib --config configs/rllib_ppo.yaml` (tiny overrides) on a private local Ray
+    instance with 2 env runners: PPO iterations on RLlib's new API stack, snapshots reach the env
+    runners with the learner's weights, no illegal action is ever played, Ray is shut down
+    afterwards, and the exported checkpoint is a project checkpoint that colony-eval and
+    colony-play load as checkpoint:PATH."""
     from training.agent_specs import make_agent
     from training.evaluate import main as eval_main
-    from training.rllib_export import export_rllib_checkpoint
+    from training.rllib_export import main as export_main
 
-    cfg = load_config(CONFIG, {
-        "num_env_runners": 2, "train_batch_size": 64, "minibatch_size": 32, "update_epochs": 1, "total_steps": 192,
-        "max_plies": 16, "channels": 8, "blocks": 1, "snapshot_every": 1, "pool_share": 1.0, "pool_size": 2,
-        "checkpoint_every": 2, "keep_checkpoints": 1, "final_eval_games": 2, "out_dir": str(tmp_path),
-    })  # fmt: skip
-    assert cfg.num_iterations == 3
     checks = []
 
     def on_iteration(algo, row):
@@ -230,7 +227,16 @@ def test_rllib_selfplay_trains_checkpoints_and_exports(local_ray, tmp_path):
         modules = algo.env_runner_group.foreach_env_runner(lambda r: sorted(r.module.keys()), local_env_runner=False)
         checks.append((len(runners), same, modules[0]))
 
-    run_dir = train(cfg, run_dir=tmp_path / "run", progress=False, on_iteration=on_iteration)
+    monkeypatch.setattr(rllib_selfplay, "train", functools.partial(train, on_iteration=on_iteration))
+    run_dir = tmp_path / "run"
+    rc = main(["--config", str(CONFIG), "--run-dir", str(run_dir), "--no-progress", "--num-cpus", "2",
+               "--num-env-runners", "2", "--train-batch-size", "64", "--minibatch-size", "32", "--update-epochs", "1",
+               "--total-steps", "192", "--max-plies", "16", "--channels", "8", "--blocks", "1", "--snapshot-every", "1",
+               "--pool-share", "1.0", "--pool-size", "2", "--checkpoint-every", "2", "--keep-checkpoints", "1",
+               "--final-eval-games", "2"])
+    assert rc == 0
+    assert not no_ray_left.is_initialized()  # the CLI shut down the instance it started
+    assert f"exported checkpoint: {run_dir / 'checkpoints' / 'latest.pt'}" in capsys.readouterr().out
 
     assert [c[0] for c in checks] == [2, 2, 2] and all(c[1] for c in checks)
     assert checks[-1][2] == ["main", "main_v2", "main_v3"]  # pool_size 2: main_v1 was dropped
@@ -246,11 +252,14 @@ def test_rllib_selfplay_trains_checkpoints_and_exports(local_ray, tmp_path):
     data = read_checkpoint(latest)
     assert data["meta"]["trainer"] == "rllib" and data["meta"]["global_step"] == int(rows[-1]["env_steps"])
     assert (run_dir / "eval.csv").is_file() and (run_dir / "config.yaml").is_file()
-    # colony-rllib-export of the same RLlib checkpoint gives the same weights.
-    exported = export_rllib_checkpoint(run_dir, tmp_path / "exported.pt")
+    # colony-rllib-export of the same RLlib checkpoint (no Ray running) gives the same weights.
+    exported = tmp_path / "exported.pt"
+    assert export_main([str(run_dir / "rllib" / "iter_000003"), str(exported)]) == 0
     again = read_checkpoint(exported)
-    assert again["architecture"] == data["architecture"]
+    assert again["architecture"] == data["architecture"] and again["meta"]["iteration"] == 3
     assert all(torch.equal(again["model"][k], data["model"][k]) for k in data["model"])
+    assert export_main([str(run_dir), str(tmp_path / "x.pt"), "--module", "main_v9"]) == 2
+    assert "has no module 'main_v9'; it has: main, main_v2, main_v3" in capsys.readouterr().err
     # The exported file plays through the project's agent specs (what colony-eval/colony-play use).
     agent = make_agent(f"checkpoint:{exported}")
     state, rng = ce.new_game(7), np.random.default_rng(0)
