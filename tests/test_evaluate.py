@@ -135,6 +135,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_error_paths(tmp_path, capsys):
+    for sub, names in (("e1", ["random", "a"]), ("e2", ["b", "c"])):  # two tables that share no agent
+        (tmp_path / sub).mkdir()
+        row = {"a": names[0], "b": names[1], "games": 2, "wins": 1, "draws": 0, "losses": 1}
+        (tmp_path / sub / "eval.json").write_text(json.dumps({"pairs": [row]}))
     for args, needle in [
         (("random", "alphazero"), "unknown agent spec 'alphazero'"),
         (("random", "greedy", "--games", "3"), "--games must be an even number"),
@@ -142,6 +146,8 @@ def test_cli_error_paths(tmp_path, capsys):
         (("random", "random"), "distinct"),
         (("random", f"checkpoint:{tmp_path / 'nope.pt'}"), "checkpoint file not found"),
         (("--combine", str(tmp_path / "nope.json")), "does not exist"),
+        (("--combine", str(tmp_path / "e1" / "eval.json"), str(tmp_path / "e2" / "eval.json")), "do not connect"),
+        (("random", "greedy", "--games", "2", "--workers", "1", "--prior-draws", "0"), "diverged"),
     ]:
         code = ev.main([*args, "--no-progress", "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err

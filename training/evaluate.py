@@ -311,7 +311,10 @@ def evaluate(
         bar.close()
     results.sort(key=lambda r: (r.pairing, r.setup, r.swapped))
     stats = tally_pairs(names, pairs, results)
-    elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], agents=names, prior_draws=prior_draws)
+    try:
+        elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], agents=names, prior_draws=prior_draws)
+    except ValueError as e:  # e.g. --prior-draws 0 with a 100% score
+        raise EvalError(str(e)) from None
     config = {
         "agents": names,
         "games_per_pairing": games,
@@ -342,7 +345,7 @@ def format_tables(pairs: Sequence[PairStats], elo: EloFit) -> str:
     for p in pairs:
         lines.append(
             f"{p.a + ' vs ' + p.b:<{w}}  {p.games:5d} {p.wins:4d} {p.draws:4d} {p.losses:4d}  {p.score:6.3f}"
-            f"   [{p.ci_low:.3f}, {p.ci_high:.3f}]  {p.a_red_score:6.3f}"
+            f"   [{p.ci_low:.3f}, {p.ci_high:.3f}]  " + ("     -" if np.isnan(p.a_red_score) else f"{p.a_red_score:6.3f}")
         )
     aw = max(len(a) for a in elo.agents + ("agent",))
     lines.append("")
@@ -414,7 +417,10 @@ def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> 
         score = (w + 0.5 * d) / n
         lo, hi = score_interval(score, n)
         stats.append(PairStats(a, b, n, w, d, l, score, lo, hi, float("nan"), plies / n, {}))
-    elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], prior_draws=prior_draws)
+    try:
+        elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], prior_draws=prior_draws)
+    except ValueError as e:
+        raise EvalError(f"--combine: {e}") from None
     return stats, elo
 
 
