@@ -41,7 +41,7 @@ import numpy as np
 import torch
 import yaml
 
-from colony_env.env import ILLEGAL_ACTION
+from colony_env.env import AGENTS, ILLEGAL_ACTION
 
 from .checkpoint import CheckpointError, save_checkpoint
 from .config import ConfigError
@@ -348,7 +348,7 @@ class SnapshotMapping:
         h = zlib.crc32(str(episode.id_).encode())
         if (h % 10_000) / 10_000 >= self.pool_share:
             return MAIN_MODULE
-        main_agent = f"player_{(h >> 14) % 2}"
+        main_agent = AGENTS[(h >> 14) % 2]
         if agent_id == main_agent:
             return MAIN_MODULE
         return self.snapshots[(h >> 15) % len(self.snapshots)]
@@ -438,7 +438,7 @@ def make_env(env_config: dict[str, Any]) -> Any:
 
 def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
     """The RLlib `PPOConfig` of a run (new API stack, multi-agent with one shared module)."""
-    from colony_env.env import AGENTS, raw_env
+    from colony_env.env import raw_env
     from colony_env.rllib import RLlibObservationWrapper
 
     register_env(ENV_NAME, make_env)
@@ -693,7 +693,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"colony-train-rllib: error: cannot reach the Ray cluster: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("colony-train-rllib: interrupted; the RLlib checkpoints in RUN_DIR/rllib are intact", file=sys.stderr)
+        print("colony-train-rllib: interrupted; checkpoints saved so far are in RUN_DIR/rllib (export them with "
+              "colony-rllib-export) and RUN_DIR/checkpoints/latest.pt", file=sys.stderr)
         return 130
     print(f"run directory: {out}")
     print(f"exported checkpoint: {out / 'checkpoints' / LATEST}  (colony-eval/colony-play: checkpoint:PATH)")
