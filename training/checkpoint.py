@@ -33,6 +33,7 @@ import colony_env as ce
 from colony_env import observation, symmetry
 
 from .model import MaskedCategorical, PolicyValueNet
+from .teacher import greedy_action_features
 
 CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -115,7 +116,8 @@ def build_model(data: dict[str, Any]) -> PolicyValueNet:
     """The network stored in a checkpoint dict (from `read_checkpoint`), in eval mode."""
     arch = data["architecture"]
     try:
-        model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]))
+        model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
+                               bool(arch.get("heuristic_prior", 0)))
         model.load_state_dict(data["model"])
     except (KeyError, TypeError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint weights do not match its architecture {arch}: {str(e).splitlines()[0][:200]}") from None
@@ -151,7 +153,11 @@ class PolicyAgent:
         board_ids = ce.legal_actions(state)
         canonical = symmetry.board_action_to_canonical(board_ids, colour)
         obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
-        logits, value = self.model(obs, torch.from_numpy(canonical)[None])
+        feats = None
+        if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
+            feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
+            feats = torch.from_numpy(feats)
+        logits, value = self.model(obs, torch.from_numpy(canonical)[None], feats)
         dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
         return board_ids, dist.probs[0].double().numpy(), float(value[0])
 

@@ -62,6 +62,9 @@ class TrainConfig:
     blocks: int = 2
     """Residual blocks in the trunk."""
 
+    heuristic_prior: bool = False
+    """Add the greedy heuristic's score of each legal action, times a learned weight, to the policy logits (training/teacher.py)."""
+
     # --- PPO ---
     learning_rate: float = 3e-4
     anneal_lr: bool = True
@@ -82,6 +85,11 @@ class TrainConfig:
 
     shaping_scale: float = 0.5
     """Scale of the potential-based shaping (training/shaping.py); 0 trains on the terminal reward alone."""
+
+    teacher_coef: float = 0.0
+    """Kickstarting (training/teacher.py): initial weight of the cross-entropy towards the greedy agent's choices; 0 disables it."""
+    teacher_steps: int = 0
+    """Env steps over which the kickstarting weight decays linearly to 0."""
 
     # --- self-play ---
     pool_share: float = 0.25
@@ -140,12 +148,12 @@ def _check_ranges(c: TrainConfig) -> None:
                 "num_minibatches", "torch_threads", "pool_size", "snapshot_every", "checkpoint_every",
                 "eval_games"):
         need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "final_eval_games", "keep_checkpoints"):
+    for key in ("eval_every", "final_eval_games", "keep_checkpoints", "teacher_steps"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(c.learning_rate > 0, "learning_rate", "a number > 0")
     for key in ("gamma", "gae_lambda", "pool_share", "shaping_scale"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
-    for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl"):
+    for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "teacher_coef"):
         need(getattr(c, key) >= 0, key, "a number >= 0")
     need(c.num_minibatches <= c.num_envs * c.rollout_steps, "num_minibatches", "at most num_envs * rollout_steps")
     need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")

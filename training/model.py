@@ -69,11 +69,14 @@ class PolicyValueNet(nn.Module):
     batch statistics would make the two disagree (the ratio would not start at 1).
     """
 
-    def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2) -> None:
+    def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.channels = channels
         self.blocks = blocks
+        self.heuristic_prior = heuristic_prior
+        # Weight of the per-action heuristic feature added to the logits (training/teacher.py).
+        self.prior_weight = nn.Parameter(torch.ones(())) if heuristic_prior else None
         self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
         self.trunk = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
         self.policy_conv = nn.Conv2d(channels, channels, 3, padding=1)
@@ -97,7 +100,8 @@ class PolicyValueNet(nn.Module):
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return F.relu(self.policy_conv(x)), value
 
-    def forward(self, obs: torch.Tensor, action_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, action_ids: torch.Tensor,
+                action_features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits of the given actions only, and the value.
 
         obs float[B, C, 10, 10], action_ids int64[B, L] (R8 ids; padding entries may hold any
@@ -119,7 +123,15 @@ class PolicyValueNet(nn.Module):
         logits = (at_cell * weight[plane]).sum(-1) + self.policy_planes.bias[plane]
         pass_logit = self.pass_head(p.mean(dim=(2, 3)))  # [B, 1]
         logits = torch.where(ids == PASS_ACTION, pass_logit.expand_as(logits), logits)
+        if self.prior_weight is not None:
+            if action_features is None:
+                raise ValueError("this network adds a heuristic prior: pass action_features (teacher.greedy_action_features)")
+            logits = logits + self.prior_weight * action_features
         return logits, value
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """The value head alone (no policy work), e.g. for bootstrapping."""
+        return self._trunk(obs)[1]
 
     def full_logits(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """All 16,001 logits in the R8 layout (cell-major planes, then pass) and the value."""
@@ -133,7 +145,8 @@ class PolicyValueNet(nn.Module):
 
     def architecture(self) -> dict[str, int]:
         """What is needed to rebuild this network (stored in checkpoints)."""
-        return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks}
+        return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
+                "heuristic_prior": int(self.heuristic_prior)}
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly

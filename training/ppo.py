@@ -76,6 +76,7 @@ class LossInfo:
     entropy: float
     approx_kl: float
     clip_frac: float
+    teacher_ce: float = 0.0
 
 
 def ppo_loss(
@@ -93,13 +94,18 @@ def ppo_loss(
     ent_coef: float,
     vf_coef: float,
     norm_adv: bool,
+    teacher_best: torch.Tensor | None = None,
+    teacher_weight: float = 0.0,
+    features: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, LossInfo]:
     """The clipped PPO objective (CleanRL's ppo.py) on one minibatch, with masked actions.
 
     `ids`/`valid` are each position's candidate actions (`model.legal_slots`), `slots` the
-    chosen entry of `ids`.
+    chosen entry of `ids`. With `teacher_best` (bool, the teacher's best slots) and a positive
+    `teacher_weight`, the kickstarting cross-entropy towards the uniform distribution over
+    those slots is added (training/teacher.py).
     """
-    logits, values = model(obs, ids)
+    logits, values = model(obs, ids, features)
     dist = MaskedCategorical(logits, valid)
     logp = dist.log_prob(slots)
     entropy = dist.entropy().mean()
@@ -117,5 +123,11 @@ def ppo_loss(
     else:
         v_loss = 0.5 * ((values - returns) ** 2).mean()
     loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
-    info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac)))
+    teacher_ce = torch.zeros(())
+    if teacher_best is not None and teacher_weight > 0:
+        best = teacher_best & valid
+        n_best = best.sum(-1).clamp(min=1)
+        teacher_ce = -(torch.where(best, dist.log_probs, torch.zeros_like(dist.log_probs)).sum(-1) / n_best).mean()
+        loss = loss + teacher_weight * teacher_ce
+    info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac, teacher_ce)))
     return loss, info

@@ -46,10 +46,11 @@ from .model import MaskedCategorical, PolicyValueNet, legal_slots
 from .opponents import OpponentPool
 from .ppo import LossInfo, per_player_gae, ppo_loss
 from .shaping import mover_potential
+from .teacher import greedy_action_features, greedy_best_slots, teacher_weight
 
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
-    "entropy", "approx_kl", "clip_frac", "explained_var", "games", "mean_game_plies", "pool_games",
+    "entropy", "approx_kl", "clip_frac", "teacher_ce", "teacher_weight", "explained_var", "games", "mean_game_plies", "pool_games",
     "pool_win_rate", "pool_size",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
@@ -110,6 +111,8 @@ class Rollout:
     rewards: np.ndarray  # float32[T, N, 2]
     learner: np.ndarray  # bool[T, N]: taken by the learning network (trained on)
     phi: np.ndarray  # float32[T, N]: shaping potential of the mover at step t (shaping.py)
+    features: torch.Tensor | None  # float[T, N, MAX_LEGAL]: heuristic feature per slot (heuristic_prior), if on
+    teacher: torch.Tensor | None  # bool[T, N, MAX_LEGAL]: the greedy teacher's best slots (teacher.py), if on
     bootstrap: np.ndarray  # float32[N, 2]: (V + Phi) of each colour's next decision after the last step
 
 
@@ -139,17 +142,20 @@ class SelfPlay:
         # In pool games the learner always keeps the same colour, so a game never changes sides.
         self.learner_colour = np.arange(n) % 2
         self.plies = np.zeros(n, np.int64)  # length of the game in flight per env
-        self.opponent = PolicyValueNet(model.in_channels, model.channels, model.blocks).to(device).eval()
+        self.opponent = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior)
+        self.opponent = self.opponent.to(device).eval()
 
     @torch.no_grad()
-    def _policy(self, net: PolicyValueNet, obs: np.ndarray, ids: np.ndarray, valid: np.ndarray):
+    def _policy(self, net: PolicyValueNet, obs: np.ndarray, ids: np.ndarray, valid: np.ndarray,
+                feats: np.ndarray | None):
         """(sampled slots, their log-probs, values) for a batch of positions."""
-        logits, value = net(torch.from_numpy(obs).to(self.device), torch.from_numpy(ids).to(self.device))
+        f = None if feats is None else torch.from_numpy(feats).to(self.device)
+        logits, value = net(torch.from_numpy(obs).to(self.device), torch.from_numpy(ids).to(self.device), f)
         dist = MaskedCategorical(logits.cpu(), torch.from_numpy(valid))
         slots = dist.sample(self.torch_gen)
         return slots, dist.log_prob(slots), value.cpu()
 
-    def collect(self, pool: OpponentPool, stats: GameStats) -> Rollout:
+    def collect(self, pool: OpponentPool, stats: GameStats, teacher: bool = False) -> Rollout:
         cfg, n, t_len = self.cfg, self.cfg.num_envs, self.cfg.rollout_steps
         obs_buf = torch.zeros((t_len, n, *self.vobs.obs.shape[1:]))
         ids_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.int16)
@@ -162,6 +168,8 @@ class SelfPlay:
         rewards = np.zeros((t_len, n, 2), np.float32)
         learner = np.ones((t_len, n), bool)
         phi = np.zeros((t_len, n), np.float32)
+        teacher_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if teacher else None
+        feat_buf = torch.zeros((t_len, n, MAX_LEGAL)) if self.model.heuristic_prior else None
         use_pool = self.n_pool > 0 and len(pool) > 0
         if use_pool:
             pool.sample_into(self.opponent, self.rng)
@@ -175,16 +183,26 @@ class SelfPlay:
                 obs, net_ids = augment(v.obs, ids, self.rng.choice(_AUG_SYMS, size=n))
             else:
                 obs, net_ids = v.obs, ids
-            slots, logp, value = self._policy(self.model, obs, net_ids, valid)
+            feats = None
+            if feat_buf is not None:
+                feats = greedy_action_features(np.ascontiguousarray(self.env.states), rows, ids.shape[1])
+            slots, logp, value = self._policy(self.model, obs, net_ids, valid, feats)
             if use_pool:
                 opp = np.zeros(n, bool)
                 opp[: self.n_pool] = v.to_move[: self.n_pool] != self.learner_colour[: self.n_pool]
                 if opp.any():
                     idx = np.flatnonzero(opp)
-                    opp_slots, _, _ = self._policy(self.opponent, obs[idx], net_ids[idx], valid[idx])
+                    opp_slots, _, _ = self._policy(self.opponent, obs[idx], net_ids[idx], valid[idx],
+                                                   None if feats is None else feats[idx])
                     slots[idx] = opp_slots
                     learner[t, idx] = False
             width = ids.shape[1]
+            if feat_buf is not None:
+                feat_buf[t, :, :width] = torch.from_numpy(feats)
+            if teacher_buf is not None:
+                rows_learning = np.flatnonzero(learner[t]).astype(np.int64)
+                best = greedy_best_slots(np.ascontiguousarray(self.env.states), rows_learning, width)
+                teacher_buf[t, :, :width] = torch.from_numpy(best)
             obs_buf[t] = torch.from_numpy(obs)
             ids_buf[t, :, :width] = torch.from_numpy(net_ids.astype(np.int16))
             count_buf[t] = torch.from_numpy(valid.sum(axis=1))
@@ -197,16 +215,15 @@ class SelfPlay:
             dones[t] = done
             self._count_games(done, rew, use_pool, stats)
         v = self.vobs
-        ids, _valid = candidates(v)
         with torch.no_grad():
-            _, last_value = self.model(torch.from_numpy(v.obs).to(self.device), torch.from_numpy(ids).to(self.device))
+            last_value = self.model.value(torch.from_numpy(v.obs).to(self.device))
         last_value = last_value.cpu().numpy() + mover_potential(self.env.states, cfg.shaping_scale)
         bootstrap = np.empty((n, 2), np.float32)
         mover = v.to_move.astype(np.int64)
         bootstrap[rows, mover] = last_value
         bootstrap[rows, 1 - mover] = -last_value  # zero-sum: the other colour's value of this state
         return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
-                       phi, bootstrap)
+                       phi, feat_buf, teacher_buf, bootstrap)
 
     def _count_games(self, done: np.ndarray, rew: np.ndarray, use_pool: bool, stats: GameStats) -> None:
         self.plies += 1
@@ -226,7 +243,7 @@ class SelfPlay:
 # --- update -----------------------------------------------------------------------------------
 def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.Optimizer, ro: Rollout,
                advantages: np.ndarray, returns: np.ndarray, device: torch.device,
-               rng: np.random.Generator) -> tuple[LossInfo, float]:
+               rng: np.random.Generator, teacher_weight: float = 0.0) -> tuple[LossInfo, float]:
     """Minibatch epochs of PPO on the learner's steps; returns the last minibatch's losses and the explained variance."""
     keep = torch.from_numpy(ro.learner.reshape(-1))
     b_obs = ro.obs.reshape(-1, *ro.obs.shape[2:])[keep]
@@ -235,6 +252,10 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
     b_ids = ro.ids.reshape(-1, ro.ids.shape[-1])[keep][:, :width].long()
     b_valid = torch.arange(width)[None, :] < b_counts[:, None]
     b_slots = ro.slots.reshape(-1)[keep]
+    b_feats = None if ro.features is None else ro.features.reshape(-1, ro.features.shape[-1])[keep][:, :width]
+    b_teacher = None
+    if ro.teacher is not None and teacher_weight > 0:
+        b_teacher = ro.teacher.reshape(-1, ro.teacher.shape[-1])[keep][:, :width]
     b_logp = ro.logp.reshape(-1)[keep]
     b_values = torch.from_numpy(ro.values.reshape(-1))[keep]
     b_adv = torch.from_numpy(advantages.reshape(-1))[keep]
@@ -242,7 +263,7 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
     size = len(b_slots)
     mb = max(1, size // cfg.num_minibatches)
     model.train()
-    info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0)
+    info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for _epoch in range(cfg.update_epochs):
         order = rng.permutation(size)
         for start in range(0, size - mb + 1, mb):
@@ -252,6 +273,8 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
                 b_logp[i].to(device),
                 b_values[i].to(device), b_adv[i].to(device), b_ret[i].to(device),
                 cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv,
+                None if b_teacher is None else b_teacher[i].to(device), teacher_weight,
+                None if b_feats is None else b_feats[i].to(device),
             )  # fmt: skip
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -286,7 +309,7 @@ def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: in
 
 
 def _cpu_copy(model: PolicyValueNet) -> PolicyValueNet:
-    net = PolicyValueNet(model.in_channels, model.channels, model.blocks)
+    net = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior)
     net.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
     return net.eval()
 
@@ -370,7 +393,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     from colony_env.observation import OBS_CHANNELS
 
     torch.manual_seed(cfg.seed)
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks).to(device)
+    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
@@ -412,12 +435,13 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
                 frac = 1.0 - iteration / cfg.num_iterations
                 optimizer.param_groups[0]["lr"] = frac * cfg.learning_rate
             stats = GameStats()
-            ro = play.collect(pool, stats)
+            kick = teacher_weight(cfg.teacher_coef, global_step, cfg.teacher_steps)
+            ro = play.collect(pool, stats, teacher=kick > 0)
             # Shaping (shaping.py) enters GAE as V + Phi; the value head keeps learning V alone.
             adv, ret_aug = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap,
                                           cfg.gamma, cfg.gae_lambda)
             ret = ret_aug - ro.phi
-            info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng)
+            info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng, kick)
             iteration += 1
             global_step += cfg.batch_size
             if iteration % cfg.snapshot_every == 0:
@@ -426,7 +450,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
             row = {
                 "iteration": iteration, "global_step": global_step,
                 "wall_time": round(wall_before + time.perf_counter() - t_start, 2), "steps_per_s": round(sps, 1),
-                "learning_rate": optimizer.param_groups[0]["lr"], **dataclasses.asdict(info),
+                "learning_rate": optimizer.param_groups[0]["lr"], **dataclasses.asdict(info), "teacher_weight": kick,
                 "explained_var": explained, "games": stats.games,
                 "mean_game_plies": (stats.plies / stats.games) if stats.games else float("nan"),
                 "pool_games": stats.pool_games,
