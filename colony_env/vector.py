@@ -40,7 +40,6 @@ from .symmetry import TRANSPOSE_ACTIONS
 MAX_LEGAL = _core.MAX_LEGAL  # legal ids of one position never exceed this (engine bound)
 WIN, LOSS = 1.0, -1.0  # R7.4
 _POOL_SIZE = 3  # buffers kept for reuse: the caller usually holds the last one or two
-_POOL_REFS = 3  # sys.getrefcount of a pooled array that only the pool holds (tuple, loop name, argument)
 
 
 @dataclass
@@ -251,12 +250,19 @@ class ColonyVectorEnv:
         self._games[i] += 1
         self._states[i] = new_game(self._rngs[i], self.max_plies)._a
 
+    @staticmethod
+    def _refs(entry: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
+        return sys.getrefcount(entry[0]), sys.getrefcount(entry[1])
+
     def _buffers(self) -> tuple[np.ndarray, np.ndarray]:
         """An (obs, mask) pair nobody outside the pool references, mask cleared."""
-        for obs, mask in self._pool:
-            # Referenced only by the pool list's tuple and getrefcount's argument: the
-            # caller dropped every VecObs, view and tensor built on these arrays.
-            if sys.getrefcount(obs) <= _POOL_REFS and sys.getrefcount(mask) <= _POOL_REFS:
+        # The reference count of arrays held by nothing but a tuple, measured through the
+        # same call (so it holds whatever the interpreter's counting conventions are).
+        free = self._refs((np.empty(0), np.empty(0)))
+        for entry in self._pool:
+            # As free as the probe: the caller dropped every VecObs, view and tensor on them.
+            if self._refs(entry) <= free:
+                obs, mask = entry
                 mask.fill(False)
                 return obs, mask
         obs = np.empty((self.num_envs, *OBS_SHAPE), np.float32)
