@@ -40,6 +40,10 @@ CHECKPOINT_VERSION = 1
 ACTION_LAYOUT = "R8"  # RULES.md R8; bump together with the engine's action encoding
 
 
+NEAR_TIE_NATS = 0.5
+"""Greedy play picks uniformly among the actions whose log-probability is this close to the best."""
+
+
 class CheckpointError(ValueError):
     """A file that is not a usable checkpoint for this version of the code; the message says why."""
 
@@ -136,7 +140,8 @@ class PolicyAgent:
     """An engine-level agent (`act(state, rng) -> board-frame action id`) backed by a trained network.
 
     It encodes the position in the mover's canonical view, scores the legal actions only
-    (mapped to that view), and either takes the most likely one (`greedy=True`) or samples.
+    (mapped to that view), and either takes the most likely one (`greedy=True`, near-ties
+    within NEAR_TIE_NATS broken with `rng`) or samples from the policy.
     """
 
     def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
@@ -164,7 +169,11 @@ class PolicyAgent:
     def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
         board_ids, probs, _ = self.policy(state)
         if self.greedy:
-            return int(board_ids[int(np.argmax(probs))])
+            # A deterministic argmax shuffles one satellite back and forth in quiet positions until
+            # the ply limit (many draws); near-ties are therefore broken at random.
+            logp = np.log(np.maximum(probs, 1e-300))
+            best = np.flatnonzero(logp >= logp.max() - NEAR_TIE_NATS)
+            return int(board_ids[best[rng.integers(len(best))]])
         return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
 
 

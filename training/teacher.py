@@ -51,7 +51,7 @@ def teacher_weight(coef: float, global_step: int, decay_steps: int) -> float:
 
 # --- the heuristic as an input feature of the policy ------------------------------------------
 SCORE_CLIP = 50.0  # game-ending moves score +-1000; clip so one feature cannot swamp the logits
-SCORE_SCALE = 0.1  # one controlled colony (10 points) -> 1 nat of logit
+SCORE_SCALE = 0.3  # one controlled colony (10 points) -> 3 nats of logit: the prior is near-greedy at first
 
 
 @njit(cache=True)
