@@ -301,7 +301,7 @@ def _move_code(board: np.ndarray, me: int, unlocked: bool, touch: np.ndarray, s:
 
 
 @njit(cache=True, inline="always")
-def _displacement_code(
+def _landing_code(
     board: np.ndarray,
     me: int,
     unlocked: bool,
@@ -310,10 +310,14 @@ def _displacement_code(
     size: np.ndarray,
     s: int,
     d: int,
-    pd: int,
-    pk: int,
 ) -> int:
-    """R4.2 for an unconnected satellite of the mover on `s` landing exactly `v` along `d`."""
+    """R4.2 conditions that do not depend on the push, for an unconnected satellite of the
+    mover on `s` landing exactly `v` cells along `d`: 1, 2, 5 and 6.
+
+    Conditions 5 and 6 may be judged before the push is known: a legal push leaves the
+    pushed satellite unconnected (condition 4), so it touches nothing and the landing
+    cell's neighbours are the same as before the action.
+    """
     v = abs(board[s])
     x = RAY[s, d, v - 1]
     if x < 0:
@@ -332,21 +336,48 @@ def _displacement_code(
             break
     if not near:
         return E_NOT_NEAR_OWN
-    y = RAY[x, pd, pk - 1]  # R4.2.3
-    if y < 0:
-        return E_PUSH_OFF_BOARD
-    if board[y] != 0 and y != s:
-        return E_PUSH_OCCUPIED
-    for j in range(4):  # R4.2.4: with S on x and s empty, no mover satellite touches y
-        n = ORTH[y, j]
-        if n == x or (n >= 0 and n != s and board[n] * me > 0):
-            return E_PUSH_CONNECTS
     code, n_opp, n_col = _join(board, me, conn, label, size, x)
     if n_opp == 0:  # R4.2.5
         return E_NOT_CONNECTED
     if n_col == 0:
         return E_NO_COLONY
     return code  # R4.2.6 -> R5
+
+
+@njit(cache=True, inline="always")
+def _push_code(board: np.ndarray, me: int, s: int, x: int, pd: int, pk: int) -> int:
+    """R4.2 conditions 3 and 4: the push from the landing cell `x`, with the mover on `x`
+    and its start cell `s` empty."""
+    y = RAY[x, pd, pk - 1]  # R4.2.3
+    if y < 0:
+        return E_PUSH_OFF_BOARD
+    if board[y] != 0 and y != s:
+        return E_PUSH_OCCUPIED
+    for j in range(4):  # R4.2.4: no mover satellite touches y
+        n = ORTH[y, j]
+        if n == x or (n >= 0 and n != s and board[n] * me > 0):
+            return E_PUSH_CONNECTS
+    return OK
+
+
+@njit(cache=True, inline="always")
+def _displacement_code(
+    board: np.ndarray,
+    me: int,
+    unlocked: bool,
+    conn: np.ndarray,
+    label: np.ndarray,
+    size: np.ndarray,
+    s: int,
+    d: int,
+    pd: int,
+    pk: int,
+) -> int:
+    """R4.2 for an unconnected satellite of the mover on `s`: landing, then push."""
+    code = _landing_code(board, me, unlocked, conn, label, size, s, d)
+    if code != OK:
+        return code
+    return _push_code(board, me, s, RAY[s, d, abs(board[s]) - 1], pd, pk)
 
 
 @njit(cache=True, inline="always")
@@ -415,9 +446,11 @@ def _generate(a: np.ndarray, out: np.ndarray, stop_at_first: bool) -> int:
             x = RAY[s, d, v - 1]
             if x < 0 or board[x] * me >= 0 or conn[x]:
                 continue
+            if _landing_code(board, me, True, conn, label, size, s, d) != OK:
+                continue  # judged once for all 16 pushes
             for pd in range(N_DIRECTIONS):
                 for pk in range(1, MAX_PUSH + 1):
-                    if _displacement_code(board, me, True, conn, label, size, s, d, pd, pk) == OK:
+                    if _push_code(board, me, s, x, pd, pk) == OK:
                         out[n] = DISPLACEMENT_BASE + 2 * (N_DIRECTIONS * (N_DIRECTIONS * s + d) + pd) + pk - 1
                         n += 1
                         if stop_at_first:
