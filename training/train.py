@@ -8,7 +8,10 @@ North and South). Each iteration:
    (the opponent pool); those moves are not trained on. With `augment_symmetry` every decision
    is shown to the network in a random one of the 4 colour-preserving board symmetries.
 2. **Advantages**: per-colour GAE (`ppo.per_player_gae`): each step's target uses that colour's
-   next own decision, and terminal rewards reach both colours' last steps.
+   next own decision, and terminal rewards reach both colours' last steps. Potential-based
+   shaping (`shaping.py`) enters as V + Phi. With `heuristic_prior` the greedy heuristic's
+   action scores are part of the policy's input (`teacher.py`); with `teacher_coef` a decaying
+   kickstarting loss pulls the policy towards the greedy agent's choices.
 3. **Update**: `update_epochs` epochs of minibatch PPO (clipped policy and value losses, entropy
    bonus, gradient clipping), with a linearly annealed learning rate.
 4. **Bookkeeping**: metrics to TensorBoard and `metrics.csv`, periodic evaluation against agent
