@@ -131,3 +131,19 @@ def test_crash_mid_save_keeps_previous_checkpoint(tmp_path: Path, monkeypatch: p
     assert path.read_bytes() == before
     assert read_checkpoint(path)["config"] == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["latest.pt"]  # no temporary files left behind
+
+
+def test_target_features_round_trip_and_shipped_checkpoint_still_loads(tmp_path: Path) -> None:
+    """A net with the landing-cell head (`policy_target_features`) round-trips; the shipped agent,
+    saved before the option existed (no `target_features` in its architecture), loads without it."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    path = save_checkpoint(tmp_path / "t.pt", net, {}, {"global_step": 1})
+    loaded, _ = load_model(path)
+    assert loaded.target_features and torch.equal(loaded.target_planes.weight, net.target_planes.weight)
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
+    old, data = load_model(shipped)
+    assert "target_features" not in data["architecture"] and not old.target_features
+    agent = load_policy_agent(shipped)
+    s = ce.new_game(4)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))

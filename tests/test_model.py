@@ -142,3 +142,68 @@ def test_canonical_policy_maps_back_to_legal_board_actions(net: PolicyValueNet) 
         s = ce.apply_action(s, a)
     assert seen_blue
     assert symmetry.canonical_action_to_board(symmetry.board_action_to_canonical(123, ce.BLUE), ce.BLUE) == 123
+
+
+# --- policy_target_features: the landing-cell term ------------------------------------------------
+def _real_obs(n: int, seed: int = 0, plies: int = 40) -> torch.Tensor:
+    """Observations of positions from random play (planes 0..3 one-hot, as the landing cell needs)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        s = ce.new_game(seed + i)
+        for _ in range(plies):
+            if s.is_over:
+                break
+            s = ce.apply_action(s, int(rng.choice(ce.legal_actions(s))))
+        out.append(observation.encode_observation(s, s.to_move))
+    return torch.from_numpy(np.stack(out))
+
+
+@pytest.fixture(scope="module")
+def target_net() -> PolicyValueNet:
+    torch.manual_seed(1)
+    model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    return model.eval()
+
+
+def test_target_term_is_read_at_the_landing_cell(target_net: PolicyValueNet) -> None:
+    """R8.1: move (s,d,k) lands on s + k*d; R4/R8.2: a displacement's mover lands v cells away (v its value)."""
+    obs = _real_obs(1, seed=3)
+    full, _ = target_net.full_logits(obs)
+    feats, _ = target_net._trunk(obs)
+    src = target_net.policy_planes(feats)[0]
+    tgt = target_net.target_planes(feats)[0]
+    s, d, k = 44, 2, 3  # E 3 from (4,4) lands on (4,7)
+    move = 32 * s + 4 * d + (k - 1)
+    assert torch.allclose(full[0, move], src[4 * d + k - 1, 4, 4] + tgt[4 * d + k - 1, 4, 7], atol=1e-5)
+    own = obs[0, :4].argmax(0) + 1  # value of the mover's satellite per cell, where there is one
+    s = int(torch.nonzero(obs[0, :4].sum(0).reshape(-1))[0])
+    v = int(own.reshape(-1)[s])
+    r, c = divmod(s, 10)
+    d = next(d for d, (dr, dc) in enumerate(ce.constants.DIRECTIONS) if 0 <= r + v * dr < 10 and 0 <= c + v * dc < 10)
+    dr, dc = ce.constants.DIRECTIONS[d]
+    q = 32 + 2 * (8 * d + 1) + 0
+    disp = DISPLACEMENT_BASE + 2 * (8 * (8 * s + d) + 1) + 0
+    assert torch.allclose(full[0, disp], src[q, r, c] + tgt[q, r + v * dr, c + v * dc], atol=1e-5)
+
+
+def test_target_gathered_logits_equal_full_logits(target_net: PolicyValueNet) -> None:
+    """The per-action gather (training) gives the full-board reference at every id, off-board ones included."""
+    obs = _real_obs(3, seed=5)
+    full, v_full = target_net.full_logits(obs)
+    ids = torch.arange(N_ACTIONS).expand(3, -1)
+    part, v = target_net(obs, ids)
+    assert torch.allclose(part, full, atol=1e-5)
+    assert torch.allclose(v, v_full)
+
+
+def test_target_features_change_logits_only_when_enabled() -> None:
+    """The option adds parameters (so old checkpoints, without them, still load into the default net)."""
+    plain = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    withit = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    assert "target_planes.weight" not in plain.state_dict()
+    assert withit.state_dict()["target_planes.weight"].shape == (160, 8, 1, 1)
+    assert withit.architecture()["target_features"] == 1 and plain.architecture()["target_features"] == 0

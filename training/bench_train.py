@@ -38,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior).to(device)
+    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
+                           cfg.policy_target_features).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     pool.add(model, 0)  # so the pool games (and their extra forward passes) are part of the measurement

@@ -121,7 +121,7 @@ def build_model(data: dict[str, Any]) -> PolicyValueNet:
     arch = data["architecture"]
     try:
         model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
-                               bool(arch.get("heuristic_prior", 0)))
+                               bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)))
         model.load_state_dict(data["model"])
     except (KeyError, TypeError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint weights do not match its architecture {arch}: {str(e).splitlines()[0][:200]}") from None

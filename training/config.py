@@ -65,6 +65,9 @@ class TrainConfig:
     heuristic_prior: bool = False
     """Add the greedy heuristic's score of each legal action, times a learned weight, to the policy logits (training/teacher.py)."""
 
+    policy_target_features: bool = False
+    """Add a per-plane projection of the trunk features at each action's landing cell to its logit (model.py); off in old checkpoints."""
+
     # --- PPO ---
     learning_rate: float = 3e-4
     anneal_lr: bool = True

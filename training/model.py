@@ -32,8 +32,11 @@ from torch.nn import functional as F
 from colony_env.constants import (
     BOARD_SIZE,
     DISPLACEMENT_BASE,
+    DIRECTIONS,
     DISPLACEMENTS_PER_CELL,
+    MAX_STEP,
     MOVES_PER_CELL,
+    N_DIRECTIONS,
     N_ACTIONS,
     PASS_ACTION,
 )
@@ -69,12 +72,18 @@ class PolicyValueNet(nn.Module):
     batch statistics would make the two disagree (the ratio would not start at 1).
     """
 
-    def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False) -> None:
+    def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False,
+                 target_features: bool = False) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.channels = channels
         self.blocks = blocks
         self.heuristic_prior = heuristic_prior
+        self.target_features = target_features
+        # Per-plane projection of the trunk features at the action's TARGET cell (see `_target_cells`),
+        # added to the source-cell logit: whether a move connects depends on where it lands, which the
+        # source cell's receptive field (a few cells) often does not see. No bias: policy_planes has one.
+        self.target_planes = nn.Conv2d(channels, POLICY_PLANES, 1, bias=False) if target_features else None
         # Weight of the per-action heuristic feature added to the logits (training/teacher.py).
         self.prior_weight = nn.Parameter(torch.ones(())) if heuristic_prior else None
         self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
@@ -88,6 +97,8 @@ class PolicyValueNet(nn.Module):
         # Small initial policy logits: a near-uniform start over the legal actions (CleanRL uses gain 0.01).
         nn.init.normal_(self.policy_planes.weight, std=0.01)
         nn.init.zeros_(self.policy_planes.bias)
+        if self.target_planes is not None:
+            nn.init.normal_(self.target_planes.weight, std=0.01)
         nn.init.normal_(self.pass_head.weight, std=0.01)
         nn.init.zeros_(self.pass_head.bias)
         nn.init.normal_(self.value_out.weight, std=0.01)
@@ -121,6 +132,11 @@ class PolicyValueNet(nn.Module):
         at_cell = feats.gather(1, cell.unsqueeze(-1).expand(-1, -1, c))  # [B, L, C]
         weight = self.policy_planes.weight.reshape(POLICY_PLANES, c)
         logits = (at_cell * weight[plane]).sum(-1) + self.policy_planes.bias[plane]
+        if self.target_planes is not None:
+            target, on_board = _target_cells(obs, ids)
+            at_target = feats.gather(1, target.unsqueeze(-1).expand(-1, -1, c))
+            t_weight = self.target_planes.weight.reshape(POLICY_PLANES, c)
+            logits = logits + torch.where(on_board, (at_target * t_weight[plane]).sum(-1), torch.zeros_like(logits))
         pass_logit = self.pass_head(p.mean(dim=(2, 3)))  # [B, 1]
         logits = torch.where(ids == PASS_ACTION, pass_logit.expand_as(logits), logits)
         if self.prior_weight is not None:
@@ -140,13 +156,21 @@ class PolicyValueNet(nn.Module):
         planes = self.policy_planes(p).permute(0, 2, 3, 1)  # [B, 10, 10, 160]: cell-major like R8
         moves = planes[..., :MOVES_PER_CELL].reshape(b, -1)  # [B, 3200]
         displacements = planes[..., MOVES_PER_CELL:].reshape(b, -1)  # [B, 12800]
+        if self.target_planes is not None:
+            target = _shifted_target_planes(self.target_planes(p), _own_values(obs))
+            moves = moves + target[..., :MOVES_PER_CELL].reshape(b, -1)
+            displacements = displacements + target[..., MOVES_PER_CELL:].reshape(b, -1)
         pass_logit = self.pass_head(p.mean(dim=(2, 3)))
         return torch.cat([moves, displacements, pass_logit], dim=1), value
 
     def architecture(self) -> dict[str, int]:
         """What is needed to rebuild this network (stored in checkpoints)."""
         return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
-                "heuristic_prior": int(self.heuristic_prior)}
+                "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features)}
+
+    def blank_copy(self) -> "PolicyValueNet":
+        """A new network of the same architecture (fresh weights), e.g. for a pool opponent."""
+        return PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features)
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly
@@ -165,6 +189,77 @@ def _action_tables() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 ACTION_CELL, ACTION_PLANE = _action_tables()
+
+
+def _move_geometry() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """ACTION_DR[a], ACTION_DC[a]: direction of the mover (R1.4); ACTION_STEPS[a]: k for a move, 0 for a
+    displacement (its distance is the mover's value, R4, known only from the position) and for pass."""
+    a = torch.arange(N_ACTIONS)
+    is_move = a < DISPLACEMENT_BASE
+    plane = ACTION_PLANE
+    d = torch.where(is_move, plane // MAX_STEP, (plane - MOVES_PER_CELL) // (DISPLACEMENTS_PER_CELL // N_DIRECTIONS))
+    dirs = torch.tensor(DIRECTIONS)
+    steps = torch.where(is_move, plane % MAX_STEP + 1, torch.zeros_like(a))
+    steps[PASS_ACTION] = 0
+    return dirs[d, 0], dirs[d, 1], steps
+
+
+ACTION_DR, ACTION_DC, ACTION_STEPS = _move_geometry()
+N_VALUES = 4  # satellite values 1..4; observation planes 0..3 are the mover's own satellites of each value
+
+
+def _own_values(obs: torch.Tensor) -> torch.Tensor:
+    """int64[B, 100]: value of the mover's satellite on each cell (0 if none), from planes 0..3."""
+    v = torch.arange(1, N_VALUES + 1, dtype=obs.dtype, device=obs.device)
+    return (obs[:, :N_VALUES] * v[None, :, None, None]).sum(1).round().long().reshape(obs.shape[0], -1)
+
+
+def _target_cells(obs: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(target cell int64[B, L], on_board bool[B, L]) of each action: where the acting satellite lands.
+
+    Move (s, d, k): s + k*d. Displacement (s, d, pd, pk): s + v*d with v the mover's value at s
+    (read from the observation), the landing cell X of R4; the pushed satellite's cell Y is not
+    used. Pass, off-board cells and displacements from an empty cell get on_board False (such
+    actions are never legal; their target term is 0, matching `full_logits`).
+    """
+    dev = ids.device
+    cell = ACTION_CELL.to(dev)[ids]
+    steps = ACTION_STEPS.to(dev)[ids]
+    dist = torch.where(steps > 0, steps, _own_values(obs).gather(1, cell))
+    dist = torch.where(ids == PASS_ACTION, torch.zeros_like(dist), dist)
+    r = cell // BOARD_SIZE + dist * ACTION_DR.to(dev)[ids]
+    c = cell % BOARD_SIZE + dist * ACTION_DC.to(dev)[ids]
+    on_board = (dist > 0) & (r >= 0) & (r < BOARD_SIZE) & (c >= 0) & (c < BOARD_SIZE)
+    target = torch.where(on_board, r * BOARD_SIZE + c, torch.zeros_like(cell))
+    return target, on_board
+
+
+def _shift(x: torch.Tensor, dr: int, dc: int) -> torch.Tensor:
+    """y[..., r, c] = x[..., r + dr, c + dc], 0 where that is off the board."""
+    m = MAX_STEP  # the longest shift of a move or a landing
+    pad = F.pad(x, (m, m, m, m))
+    return pad[..., m + dr: m + dr + BOARD_SIZE, m + dc: m + dc + BOARD_SIZE]
+
+
+def _shifted_target_planes(tproj: torch.Tensor, own_values: torch.Tensor) -> torch.Tensor:
+    """Full-board form of the target term: [B, 10, 10, 160], plane q at cell s read at q's target of s.
+
+    The reference for `forward`'s gather (tests compare the two): built by shifting whole planes,
+    not by the per-action tables.
+    """
+    b = tproj.shape[0]
+    vals = own_values.reshape(b, BOARD_SIZE, BOARD_SIZE)
+    out = torch.zeros_like(tproj)
+    for q in range(POLICY_PLANES):
+        if q < MOVES_PER_CELL:
+            dr, dc = DIRECTIONS[q // MAX_STEP]
+            k = q % MAX_STEP + 1
+            out[:, q] = _shift(tproj[:, q], k * dr, k * dc)
+        else:
+            dr, dc = DIRECTIONS[(q - MOVES_PER_CELL) // (DISPLACEMENTS_PER_CELL // N_DIRECTIONS)]
+            for v in range(1, N_VALUES + 1):
+                out[:, q] += (vals == v) * _shift(tproj[:, q], v * dr, v * dc)
+    return out.permute(0, 2, 3, 1)
 
 
 def masked_log_probs(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

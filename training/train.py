@@ -145,7 +145,7 @@ class SelfPlay:
         # In pool games the learner always keeps the same colour, so a game never changes sides.
         self.learner_colour = np.arange(n) % 2
         self.plies = np.zeros(n, np.int64)  # length of the game in flight per env
-        self.opponent = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior)
+        self.opponent = model.blank_copy()
         self.opponent = self.opponent.to(device).eval()
 
     @torch.no_grad()
@@ -312,7 +312,7 @@ def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: in
 
 
 def _cpu_copy(model: PolicyValueNet) -> PolicyValueNet:
-    net = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior)
+    net = model.blank_copy()
     net.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
     return net.eval()
 
@@ -396,7 +396,8 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     from colony_env.observation import OBS_CHANNELS
 
     torch.manual_seed(cfg.seed)
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior).to(device)
+    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
+                           cfg.policy_target_features).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
