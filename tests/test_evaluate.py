@@ -96,6 +96,17 @@ def test_outputs_json_csv_and_records(tmp_path):
     assert "random vs greedy" in table and "Elo" in table
     stats, elo = ev.combine([tmp_path / "eval.json", tmp_path / "eval.json"])
     assert stats[0].games == 4 and elo.anchor == "random"
+    assert stats[0].a_red_score == pytest.approx(res.pairs[0].a_red_score)
+    # the same pairing seen the other way round is turned round, red score included
+    flipped = json.loads((tmp_path / "eval.json").read_text())
+    p = flipped["pairs"][0]
+    p.update(a=p["b"], b=p["a"], wins=p["losses"], losses=p["wins"], score=1 - p["score"],
+             a_red_score=1 - (2 * p["score"] - p["a_red_score"]))  # b as red = 1 - a as blue
+    (tmp_path / "flipped.json").write_text(json.dumps(flipped))
+    stats, _ = ev.combine([tmp_path / "eval.json", tmp_path / "flipped.json"])
+    assert (stats[0].a, stats[0].games) == ("random", 4)
+    assert stats[0].score == pytest.approx(res.pairs[0].score)
+    assert stats[0].a_red_score == pytest.approx(res.pairs[0].a_red_score)
 
 
 @pytest.mark.parametrize(

@@ -391,32 +391,41 @@ def write_outputs(result: EvalResult, out: Path, records: bool = True) -> list[P
 
 
 def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> tuple[list[PairStats], EloFit]:
-    """Pool the pairing tallies of several `eval.json` files and refit Elo over all their games."""
+    """Pool the pairing tallies of several `eval.json` files and refit Elo over all their games.
+
+    A pairing met again in the other order (b vs a) is turned round. The first agent's score
+    as red is pooled too: with paired seeds half of a pairing's games have each colour, so
+    `a`'s score as red is 1 minus `b`'s score as blue, `2 * score_b - red_score_b`.
+    """
     pooled: dict[tuple[str, str], list[float]] = {}
     for path in paths:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            rows = data["pairs"]
+            for row in data["pairs"]:
+                a, b = str(row["a"]), str(row["b"])
+                w, d, l, n = int(row["wins"]), int(row["draws"]), int(row["losses"]), int(row["games"])
+                red = float(row.get("a_red_score", float("nan")))
+                if (b, a) in pooled:
+                    a, b, w, l = b, a, l, w
+                    red = 1.0 - (2.0 * float(row["score"]) - red)
+                acc = pooled.setdefault((a, b), [0, 0, 0, 0.0, 0.0, 0.0])
+                acc[0] += w
+                acc[1] += d
+                acc[2] += l
+                acc[3] += float(row.get("mean_plies", 0.0)) * n
+                acc[4] += red * n / 2
+                acc[5] += n / 2
         except FileNotFoundError:
             raise EvalError(f"--combine: {str(path)!r} does not exist") from None
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise EvalError(f"--combine: {str(path)!r} is not an eval.json written by colony-eval ({type(e).__name__})") from None
-        for row in rows:
-            a, b = row["a"], row["b"]
-            w, d, l = row["wins"], row["draws"], row["losses"]
-            if (b, a) in pooled:
-                a, b, w, l = b, a, l, w
-            acc = pooled.setdefault((a, b), [0, 0, 0, 0.0])
-            acc[0] += w
-            acc[1] += d
-            acc[2] += l
-            acc[3] += row.get("mean_plies", 0.0) * row["games"]
     stats = []
-    for (a, b), (w, d, l, plies) in pooled.items():
+    for (a, b), (w, d, l, plies, red_points, red_games) in pooled.items():
         n = w + d + l
         score = (w + 0.5 * d) / n
         lo, hi = score_interval(score, n)
-        stats.append(PairStats(a, b, n, w, d, l, score, lo, hi, float("nan"), plies / n, {}))
+        red = red_points / red_games if red_games else float("nan")
+        stats.append(PairStats(a, b, n, w, d, l, score, lo, hi, red, plies / n, {}))
     try:
         elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], prior_draws=prior_draws)
     except ValueError as e:
