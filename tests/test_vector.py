@@ -182,3 +182,20 @@ def test_ply_counts_in_new_games_start_at_zero() -> None:
     _, _, dones, reasons = venv.step(venv.random_actions(rng))
     assert dones.all() and (reasons == 1 + END_REASONS.index("ply_limit")).all()
     assert (venv.states[:, I_PLY] == 0).all()
+
+
+def test_recycled_masks_are_exact_and_read_only() -> None:
+    """Buffers are recycled once released and only the bits set last time are cleared:
+    every recycled mask still equals the engine's legal set (R8.4), step after step."""
+    venv = ColonyVectorEnv(4, seed=5, max_plies=30)
+    vo = venv.reset()
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(40):  # several games per slot (max_plies 30), dropping each VecObs
+        vo, _r, _d, _reasons = venv.step(venv.random_actions(rng))
+        seen.add(id(vo.mask.base))
+        _check_view(venv, vo, [venv.state(i) for i in range(4)])
+        assert vo.mask.sum() == vo.legal_counts.sum()
+    assert len(seen) <= 3  # the pool was recycled, not reallocated
+    with pytest.raises(ValueError):
+        vo.mask[0, 0] = True
