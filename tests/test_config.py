@@ -11,7 +11,7 @@ from training.config import CONFIG_KEYS, ConfigError, TrainConfig, config_from_d
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", ["quickstart.yaml", "selfplay_ppo.yaml"])
+@pytest.mark.parametrize("name", ["quickstart.yaml", "selfplay_ppo.yaml", "scratch_ppo.yaml"])
 def test_shipped_configs_load(name: str) -> None:
     cfg = load_config(ROOT / "configs" / name)
     assert cfg.batch_size == cfg.num_envs * cfg.rollout_steps
