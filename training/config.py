@@ -136,8 +136,6 @@ class TrainConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
 
-CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.init)
-_TYPES: dict[str, Any] = typing.get_type_hints(TrainConfig)
 
 
 def _check_ranges(c: TrainConfig) -> None:
@@ -167,18 +165,26 @@ def _check_ranges(c: TrainConfig) -> None:
             )
 
 
-def _coerce(key: str, value: Any) -> Any:
+def config_keys(cls: type) -> tuple[str, ...]:
+    """The configurable fields of a config dataclass (derived `init=False` fields excluded)."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+CONFIG_KEYS: tuple[str, ...] = config_keys(TrainConfig)
+
+
+def _coerce(cls: type, key: str, value: Any) -> Any:
     """Check `value` against the field's annotated type; ints are accepted where floats are expected."""
-    want = _TYPES[key]
+    want = typing.get_type_hints(cls)[key]
     origin = typing.get_origin(want)
     if origin in (list,):
         if isinstance(value, str):  # CLI: "random,greedy" or a YAML list
             value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, list):
-            raise ConfigError(f"config key '{key}' must be a list, got {value!r}")
-        return [str(v) for v in value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config key '{key}' must be a list of strings, got {value!r}")
+        return list(value)
     if origin in (typing.Union, types.UnionType):
-        raise AssertionError(f"unsupported union type for {key}")  # not used by TrainConfig
+        raise AssertionError(f"unsupported union type for {key}")  # no config uses one
     if want is bool:
         if isinstance(value, bool):
             return value
@@ -199,28 +205,34 @@ def _coerce(key: str, value: Any) -> Any:
             return float(value)
         raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
     if want is str:
+        if value is None:  # `key:` with nothing after it in YAML
+            return ""
         if isinstance(value, str):
             return value
         raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
     raise AssertionError(f"unhandled type {want} for {key}")
 
 
-def _unknown(key: str) -> ConfigError:
-    return ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(CONFIG_KEYS)}")
+def _unknown(cls: type, key: str) -> ConfigError:
+    return ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(config_keys(cls))}")
 
 
-def config_from_dict(values: dict[str, Any], base: TrainConfig | None = None) -> TrainConfig:
-    """A validated config: `base` (defaults if None) updated with `values`."""
-    cfg = dataclasses.replace(base) if base is not None else TrainConfig()
+def config_from_dict(values: dict[str, Any], base: Any = None, cls: type = None) -> Any:
+    """A validated config of dataclass `cls` (default `TrainConfig`, or the type of `base`):
+    `base` (defaults if None) updated with `values`, then `finalize()`d."""
+    cls = cls or (type(base) if base is not None else TrainConfig)
+    cfg = dataclasses.replace(base) if base is not None else cls()
+    keys = config_keys(cls)
     for key, value in values.items():
-        if key not in CONFIG_KEYS:
-            raise _unknown(str(key))
-        setattr(cfg, key, _coerce(key, value))
+        if key not in keys:
+            raise _unknown(cls, str(key))
+        setattr(cfg, key, _coerce(cls, key, value))
     return cfg.finalize()
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TrainConfig:
-    """Read a YAML config file, apply `overrides` (already parsed values) and validate."""
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type = None) -> Any:
+    """Read a YAML config file, apply `overrides` (already parsed values) and validate as `cls`
+    (default `TrainConfig`)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist")
@@ -231,21 +243,42 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tr
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
     data.update(overrides or {})
-    return config_from_dict(data)
+    return config_from_dict(data, cls=cls or TrainConfig)
 
 
-def parse_override(key: str, text: str) -> tuple[str, Any]:
+def parse_override(key: str, text: str, cls: type = None) -> tuple[str, Any]:
     """A CLI override: `--num-envs 16` -> ('num_envs', 16). The value is read as YAML (so 1e-4, true, [a, b])."""
+    cls = cls or TrainConfig
     name = key.replace("-", "_")
-    if name not in CONFIG_KEYS:
-        raise _unknown(name)
+    if name not in config_keys(cls):
+        raise _unknown(cls, name)
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         value = text
-    if _TYPES[name] is str and not isinstance(value, str):
+    if typing.get_type_hints(cls)[name] is str and not isinstance(value, str):
         value = text  # a run name like "001" stays a string
     return name, value
+
+
+def split_overrides(rest: list[str], cls: type = None, example: str = "--num-envs 16") -> dict[str, Any]:
+    """The `--key value` / `--key=value` pairs left over by argparse, for any field of `cls`."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--"):
+            raise ConfigError(f"unexpected argument {tok!r}; overrides look like {example}")
+        key, eq, val = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"option --{key} needs a value")
+            val = rest[i + 1]
+            i += 1
+        name, value = parse_override(key, val, cls)
+        out[name] = value
+        i += 1
+    return out
 
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:

@@ -31,7 +31,6 @@ import re
 import shutil
 import sys
 import time
-import typing
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +43,7 @@ import yaml
 from colony_env.env import AGENTS, ILLEGAL_ACTION
 
 from .checkpoint import CheckpointError, save_checkpoint
+from . import config as config_lib
 from .config import ConfigError
 from .model import PolicyValueNet, masked_log_probs
 
@@ -175,8 +175,6 @@ class RllibConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
 
-CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RllibConfig) if f.init)
-_TYPES: dict[str, Any] = typing.get_type_hints(RllibConfig)
 _SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
 
 
@@ -206,62 +204,14 @@ def _check_ranges(c: RllibConfig) -> None:
             raise ConfigError(f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N")
 
 
-def _coerce(key: str, value: Any) -> Any:
-    """`value` checked against the field's type (ints accepted for floats, YAML's '3e-4' strings read)."""
-    want = _TYPES[key]
-    if typing.get_origin(want) is list:
-        if isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"config key '{key}' must be a list of strings, got {value!r}")
-        return list(value)
-    if want is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
-        return value
-    if want is str:
-        if value is None:
-            return ""
-        if not isinstance(value, str):
-            raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
-        return value
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
-    if want is int:
-        if isinstance(value, float) and not value.is_integer():
-            raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
-        return int(value)
-    return float(value)
-
-
 def config_from_dict(values: dict[str, Any]) -> RllibConfig:
     """A validated config from a mapping of keys to values (unknown keys are an error)."""
-    cfg = RllibConfig()
-    for key, value in values.items():
-        if key not in CONFIG_KEYS:
-            raise ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(CONFIG_KEYS)}")
-        setattr(cfg, key, _coerce(key, value))
-    return cfg.finalize()
+    return config_lib.config_from_dict(values, cls=RllibConfig)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RllibConfig:
     """Read a YAML config, apply CLI overrides, validate."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
-    data.update(overrides or {})
-    return config_from_dict(data)
+    return config_lib.load_config(path, overrides, cls=RllibConfig)
 
 
 # --- the RLModule ------------------------------------------------------------------------------
@@ -636,32 +586,6 @@ def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
 
 
 # --- CLI ---------------------------------------------------------------------------------------
-def _split_overrides(rest: list[str]) -> dict[str, Any]:
-    """`--key value` / `--key=value` pairs for any RllibConfig field, values read as YAML."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        if not tok.startswith("--"):
-            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --num-env-runners 4")
-        key, eq, val = tok[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(rest):
-                raise ConfigError(f"option --{key} needs a value")
-            val = rest[i + 1]
-            i += 1
-        name = key.replace("-", "_")
-        if name not in CONFIG_KEYS:
-            raise ConfigError(f"unknown config key '{name}'; allowed keys: {', '.join(CONFIG_KEYS)}")
-        try:
-            value = yaml.safe_load(val)
-        except yaml.YAMLError:
-            value = val
-        out[name] = val if _TYPES[name] is str else value
-        i += 1
-    return out
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="colony-train-rllib",
@@ -678,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     try:
-        overrides = _split_overrides(rest)
+        overrides = config_lib.split_overrides(rest, RllibConfig, "--num-env-runners 4")
         if args.address is not None:
             overrides["address"] = args.address
         cfg = load_config(args.config, overrides)

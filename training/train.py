@@ -44,7 +44,7 @@ from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
 from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
-from .config import ConfigError, TrainConfig, load_config, parse_override, save_config
+from .config import ConfigError, TrainConfig, load_config, save_config, split_overrides
 from .model import MaskedCategorical, PolicyValueNet, legal_slots
 from .opponents import OpponentPool
 from .ppo import LossInfo, per_player_gae, ppo_loss
@@ -497,26 +497,6 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
 
 
 # --- CLI --------------------------------------------------------------------------------------
-def _split_overrides(rest: list[str]) -> dict[str, Any]:
-    """`--key value` / `--key=value` pairs for any TrainConfig field."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(rest):
-        tok = rest[i]
-        if not tok.startswith("--"):
-            raise ConfigError(f"unexpected argument {tok!r}; overrides look like --num-envs 16")
-        key, eq, val = tok[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(rest):
-                raise ConfigError(f"option --{key} needs a value")
-            val = rest[i + 1]
-            i += 1
-        name, value = parse_override(key, val)
-        out[name] = value
-        i += 1
-    return out
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="colony-train",
@@ -534,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     try:
-        overrides = _split_overrides(rest)
+        overrides = split_overrides(rest)
         if args.device:
             overrides["device"] = args.device
         if args.resume:
