@@ -5,9 +5,7 @@ stays finite (the failure of sb3-contrib issues #81/#247)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,18 +14,10 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 
 import colony_env as ce
+from tests_support import EXAMPLES, load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sb3_maskable_ppo.py"
-
-
-def _load_example():
-    spec = importlib.util.spec_from_file_location("sb3_maskable_ppo_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+EXAMPLE = EXAMPLES / "sb3_maskable_ppo.py"
+example = load_example("sb3_maskable_ppo.py")
 
 
 def test_maskable_ppo_learns_without_nan_and_masked_predictions_are_legal():

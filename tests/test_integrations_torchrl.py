@@ -4,26 +4,16 @@ games end and reset inside the batch (examples/torchrl_collect.py)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 from pettingzoo.utils.wrappers import BaseWrapper
 
 import colony_env as ce
+from tests_support import EXAMPLES, load_example
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torchrl_collect.py"
-
-
-def _load_example():
-    spec = importlib.util.spec_from_file_location("torchrl_collect_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+EXAMPLE = EXAMPLES / "torchrl_collect.py"
+example = load_example("torchrl_collect.py")
 
 
 class EngineCheck(BaseWrapper):

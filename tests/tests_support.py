@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 
 import colony_env as ce
@@ -21,3 +25,15 @@ def random_game(seed: int, max_plies: int = 400) -> list[ce.GameState]:
 
 def random_final_state(seed: int) -> ce.GameState:
     return random_game(seed)[-1]
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(filename: str) -> ModuleType:
+    """Import an example script from `examples/` (not a package) as a module."""
+    path = EXAMPLES / filename
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
