@@ -254,6 +254,67 @@ def test_mcts_rejects_bad_settings_and_bad_priors(positions):
         agent.act(positions[1], np.random.default_rng(0))
 
 
+def _one_hot_prior(favourite: int):
+    """A root prior putting (almost) all its mass on `favourite`."""
+
+    def prior(state):
+        ids = ce.legal_actions(state)
+        probs = np.full(len(ids), 1e-6)
+        probs[ids == favourite] = 1.0
+        return ids, probs
+
+    return prior
+
+
+def test_root_prior_steers_the_compiled_search(positions):
+    """PUCT at the root (`_search.prior_root_search`): a near-one-hot prior with a large prior_c
+    sends most simulations to its favourite, where plain UCT spreads them over the children."""
+    state = next(s for s in positions if s.unlocked and len(ce.legal_actions(s)) > 20)
+    legal = ce.legal_actions(state)
+    favourite = int(legal[len(legal) // 2])
+    agent = MCTSAgent(max_simulations=200, root_prior=_one_hot_prior(favourite), prior_c=50.0)
+    root = agent.mcts_search(state, np.random.default_rng(0))
+    visits = {c.action: c.explore_count for c in root.children}
+    assert sorted(visits) == legal.tolist()
+    assert sum(visits.values()) == 200
+    assert visits[favourite] > 100
+    plain = MCTSAgent(max_simulations=200).mcts_search(state, np.random.default_rng(0))
+    assert max(c.explore_count for c in plain.children) < 100  # UCT alone spreads them out
+
+
+def test_root_prior_cannot_hide_a_win():
+    """With the default uniform floor (`uniform_mix`) the prior only orders the simulations:
+    rollouts still find the one winning move (R6.2, R7) when the prior favours a drawing one.
+    Without the floor PUCT never tries the move the prior rules out."""
+    state = pos(COLONY_DIAGRAM, ply=398, max_plies=399)
+    target = ce.parse_action("g9-g5", state)
+    decoy = int(next(a for a in ce.legal_actions(state) if a != target))
+    agent = MCTSAgent(max_simulations=300, root_prior=_one_hot_prior(decoy))
+    for seed in range(3):
+        assert agent.act(state, np.random.default_rng(seed)) == target
+    blind = MCTSAgent(max_simulations=300, root_prior=_one_hot_prior(decoy), uniform_mix=0.0)
+    assert blind.act(state, np.random.default_rng(0)) == decoy
+
+
+def test_root_prior_errors(positions):
+    state = positions[1]
+    legal = ce.legal_actions(state)
+    with pytest.raises(ValueError, match="prior_c"):
+        MCTSAgent(root_prior=_one_hot_prior(0), prior_c=-1.0)
+    with pytest.raises(ValueError, match="uniform_mix"):
+        MCTSAgent(root_prior=_one_hot_prior(0), uniform_mix=1.5)
+    with pytest.raises(ValueError, match="compiled search"):
+        MCTSAgent(root_prior=_one_hot_prior(0), child_selection="puct")
+    for bad in [lambda s: (legal[:-1], np.ones(len(legal) - 1)),  # a legal action missing
+                lambda s: (np.append(legal[:-1], ce.PASS_ACTION), np.ones(len(legal))),  # an illegal one
+                lambda s: (legal, np.ones(len(legal) - 1))]:  # probabilities do not match
+        with pytest.raises(ValueError, match="each of the"):
+            MCTSAgent(max_simulations=4, root_prior=bad).act(state, np.random.default_rng(0))
+    for probs in (np.full(len(legal), np.nan), np.zeros(len(legal)), -np.ones(len(legal))):
+        with pytest.raises(ValueError, match="finite, >= 0"):
+            MCTSAgent(max_simulations=4, root_prior=lambda s, p=probs: (legal, p)).act(state, np.random.default_rng(0))
+
+
 def test_bench_positions_are_ongoing():
     states = sample_positions(1, 0)
     assert states and all(not s.is_over for s in states)

@@ -112,11 +112,17 @@ def test_outputs_json_csv_and_records(tmp_path):
 @pytest.mark.parametrize(
     "spec, kind",
     [("random", "random"), ("GREEDY", "greedy"), ("mcts:200", "mcts"), ("mcts:50:1.5", "mcts"),
-     ("checkpoint:x.pt", "checkpoint"), ("checkpoint:x.pt:sample", "checkpoint")],
+     ("checkpoint:x.pt", "checkpoint"), ("checkpoint:x.pt:sample", "checkpoint"),
+     ("checkpoint:dir/x.pt:mcts:200", "checkpoint"), ("checkpoint:x.pt:MCTS:50:0.5", "checkpoint")],
 )
 def test_agent_specs_parse(spec, kind):
     parsed = parse_agent_spec(spec)
     assert parsed.kind == kind
+    if spec.startswith("checkpoint:"):
+        assert parsed.path == ("dir/x.pt" if "dir/" in spec else "x.pt")
+        assert (parsed.search_simulations, parsed.prior_c) == {
+            "checkpoint:dir/x.pt:mcts:200": (200, None), "checkpoint:x.pt:MCTS:50:0.5": (50, 0.5)
+        }.get(spec, (0, None))
     if spec == "mcts:50:1.5":
         assert (parsed.simulations, parsed.uct_c) == (50, 1.5)
     if spec.endswith(":sample"):
@@ -124,7 +130,8 @@ def test_agent_specs_parse(spec, kind):
 
 
 @pytest.mark.parametrize("spec", ["", "alphazero", "mcts", "mcts:", "mcts:0", "mcts:abc", "mcts:10:x", "mcts:1:2:3",
-                                  "checkpoint:", "mcts:10:-1"])
+                                  "checkpoint:", "mcts:10:-1", "checkpoint:x.pt:mcts:0", "checkpoint:x.pt:mcts:",
+                                  "checkpoint::mcts:10", "checkpoint:x.pt:mcts:10:nan", "checkpoint:x.pt:mcts:10:-2"])
 def test_bad_agent_specs_say_what_is_allowed(spec):
     with pytest.raises(AgentSpecError) as e:
         parse_agent_spec(spec)
@@ -193,3 +200,8 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     sampled = make_agent(spec + ":sample")
     state = ce.new_game(0)
     assert ce.is_legal(state, sampled.act(state, np.random.default_rng(0)))
+    searcher = make_agent(spec + ":mcts:8:1.5")  # training.checkpoint.load_search_agent
+    assert searcher.name == spec + ":mcts:8:1.5"
+    assert (searcher.inner.max_simulations, searcher.inner.prior_c) == (8, 1.5)
+    res = ev.evaluate([spec + ":mcts:8", "random"], games=2, seed=0, workers=1, progress=False)
+    assert res.pairs[0].games == 2

@@ -8,8 +8,11 @@
 | `mcts:N:C`               | the same with exploration constant C                          |
 | `checkpoint:PATH`        | a trained policy, most likely legal action                   |
 | `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |
+| `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
+| `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 
-Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`,
+Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`
+(with search: `load_search_agent(path, simulations, prior_c)`),
 which the trainer provides and which must return an object with `name` and
 `act(state, rng) -> board-frame action id` (the `colony_env.agents.Agent` interface).
 Any problem (unknown spec, missing or corrupt file) is an `AgentSpecError` with a
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +35,12 @@ from colony_env.agents.mcts import DEFAULT_UCT_C
 
 SPEC_HELP = (
     "allowed agent specs: 'random', 'greedy', 'mcts:N' (N simulations per move, e.g. mcts:200), "
-    "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy) or 'checkpoint:PATH:sample'"
+    "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample' "
+    "or 'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
+SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 CHECKPOINT_MODULE = "training.checkpoint"
 
 
@@ -52,6 +58,8 @@ class AgentSpec:
     uct_c: float = DEFAULT_UCT_C
     path: str = ""
     greedy: bool = True
+    search_simulations: int = 0  # checkpoint:PATH:mcts:N; 0 = the policy alone
+    prior_c: float | None = None  # None: the search's default
 
 
 def _positive_int(text: str, what: str) -> int:
@@ -61,6 +69,16 @@ def _positive_int(text: str, what: str) -> int:
         raise AgentSpecError(f"{what}: {text!r} is not a whole number; {SPEC_HELP}") from None
     if value < 1:
         raise AgentSpecError(f"{what}: must be at least 1, got {value}; {SPEC_HELP}")
+    return value
+
+
+def _non_negative_float(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise AgentSpecError(f"{what} {text!r} is not a number; {SPEC_HELP}") from None
+    if not math.isfinite(value) or value < 0:
+        raise AgentSpecError(f"{what} must be a finite number >= 0, got {text!r}; {SPEC_HELP}")
     return value
 
 
@@ -77,19 +95,20 @@ def parse_agent_spec(spec: str) -> AgentSpec:
         if len(parts) not in (2, 3) or not parts[1]:
             raise AgentSpecError(f"bad MCTS spec {text!r}: write mcts:N or mcts:N:C; {SPEC_HELP}")
         sims = _positive_int(parts[1], f"MCTS spec {text!r}")
-        c = DEFAULT_UCT_C
-        if len(parts) == 3:
-            try:
-                c = float(parts[2])
-            except ValueError:
-                raise AgentSpecError(f"MCTS spec {text!r}: uct_c {parts[2]!r} is not a number; {SPEC_HELP}") from None
-            if not math.isfinite(c) or c < 0:
-                raise AgentSpecError(f"MCTS spec {text!r}: uct_c must be a finite number >= 0; {SPEC_HELP}")
+        c = DEFAULT_UCT_C if len(parts) == 2 else _non_negative_float(parts[2], f"MCTS spec {text!r}: uct_c")
         canonical = f"mcts:{sims}" if len(parts) == 2 else f"mcts:{sims}:{parts[2]}"
         return AgentSpec(kind="mcts", text=canonical, simulations=sims, uct_c=c)
     if low.startswith("checkpoint:"):
         path = text[len("checkpoint:") :]
         greedy = True
+        search = SEARCH_SUFFIX_RE.search(path)
+        if search:
+            sims = _positive_int(search.group(1), f"checkpoint spec {text!r}: simulations")
+            prior_c = None if search.group(2) is None else _non_negative_float(search.group(2), f"checkpoint spec {text!r}: PUCT constant")
+            path = path[: search.start()]
+            if not path:
+                raise AgentSpecError(f"checkpoint spec {text!r} has no path; {SPEC_HELP}")
+            return AgentSpec(kind="checkpoint", text=text, path=path, search_simulations=sims, prior_c=prior_c)
         if path.lower().endswith(SAMPLE_SUFFIX):
             path, greedy = path[: -len(SAMPLE_SUFFIX)], False
         elif path.lower().endswith(GREEDY_SUFFIX):
@@ -116,13 +135,17 @@ def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
         raise AgentSpecError(f"checkpoint file not found: {spec.path!r} (expected a .pt file written by colony-train)")
     try:
         module = importlib.import_module(CHECKPOINT_MODULE)
-        loader = getattr(module, "load_policy_agent")
+        loader = getattr(module, "load_search_agent" if spec.search_simulations else "load_policy_agent")
     except (ImportError, AttributeError):
         raise AgentSpecError(
-            f"cannot load {spec.path!r}: {CHECKPOINT_MODULE}.load_policy_agent is not available in this installation"
+            f"cannot load {spec.path!r}: {CHECKPOINT_MODULE} has no checkpoint loader in this installation"
         ) from None
     try:
-        inner = loader(spec.path, greedy=spec.greedy)
+        if spec.search_simulations:
+            extra = {} if spec.prior_c is None else {"prior_c": spec.prior_c}
+            inner = loader(spec.path, spec.search_simulations, **extra)
+        else:
+            inner = loader(spec.path, greedy=spec.greedy)
     except Exception as e:  # a corrupt file can fail anywhere in torch; report it in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AgentSpecError(f"cannot load checkpoint {spec.path!r}: {first[:300]}") from None

@@ -31,6 +31,8 @@ import torch
 
 import colony_env as ce
 from colony_env import observation, symmetry
+from colony_env.agents import MCTSAgent
+from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .model import MaskedCategorical, PolicyValueNet
 from .teacher import greedy_action_features
@@ -186,3 +188,20 @@ def load_policy_agent(path: str | Path, greedy: bool = True) -> PolicyAgent:
     steps = data["meta"].get("global_step")
     name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "")
     return PolicyAgent(model, name=name, greedy=greedy)
+
+
+def load_search_agent(path: str | Path, simulations: int, prior_c: float = DEFAULT_PRIOR_C) -> MCTSAgent:
+    """The checkpoint's policy steering a compiled MCTS at play time (AlphaZero's division of labour).
+
+    The policy is asked once per move for a prior over the legal actions; the root of a
+    `simulations`-simulation search spends them by PUCT on that prior, and random rollouts
+    below judge the moves (`colony_env.agents.MCTSAgent(root_prior=...)`).
+    """
+    policy = load_policy_agent(path)
+
+    def root_prior(state: ce.GameState) -> tuple[np.ndarray, np.ndarray]:
+        ids, probs, _ = policy.policy(state)
+        return ids, probs
+
+    return MCTSAgent(max_simulations=simulations, root_prior=root_prior, prior_c=prior_c,
+                     name=f"{policy.name}+mcts:{simulations}")

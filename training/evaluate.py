@@ -441,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="colony-eval",
         description="Play agents against each other with paired seeds; print scores and an Elo ladder.",
-        epilog="Agent specs: random, greedy, mcts:N, mcts:N:C, checkpoint:PATH, checkpoint:PATH:sample",
+        epilog=("Agent specs: random, greedy, mcts:N, mcts:N:C, checkpoint:PATH, checkpoint:PATH:sample, "
+                "checkpoint:PATH:mcts:N[:C] (the policy as the root prior of an N-simulation search)"),
     )
     parser.add_argument("agents", nargs="*", help="two or more agent specs")
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"games per pairing, even (default {DEFAULT_GAMES})")

@@ -184,11 +184,44 @@ def rollout_values(a: np.ndarray, n_rollouts: int, seed: int) -> float:
 # UCT (Kocsis & Szepesvari 2006) with the node layout of OpenSpiel's MCTSBot, in arrays.
 
 
+NO_ACTIONS = np.empty(0, np.int64)  # "no root prior" for `_tree_search`
+NO_PRIOR = np.empty(0, np.float64)
+
+
 @njit(cache=True)
 def uct_search(
     root: np.ndarray, max_simulations: int, uct_c: float, n_rollouts: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Run `max_simulations` UCT simulations from `root`; return the root's children.
+
+    The plain search; see `_tree_search` for the tree policy.
+    """
+    return _tree_search(root, max_simulations, uct_c, n_rollouts, seed, NO_ACTIONS, NO_PRIOR, 0.0)
+
+
+@njit(cache=True)
+def prior_root_search(
+    root: np.ndarray, max_simulations: int, uct_c: float, n_rollouts: int, seed: int,
+    root_actions: np.ndarray, root_prior: np.ndarray, prior_c: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """`uct_search` with a prior over the root's actions (e.g. a trained policy's).
+
+    The root's children are `root_actions` in the given order (they must be exactly the
+    legal actions) and the root picks the child maximising the PUCT score (Silver et al.,
+    Science 2018) `Q + prior_c * P * sqrt(N_root) / (1 + N)`, with Q = 0 for an unvisited
+    child; below the root the search is plain UCT with random rollouts. One prior per move
+    keeps the whole search compiled while the policy decides which moves deserve the
+    simulations.
+    """
+    return _tree_search(root, max_simulations, uct_c, n_rollouts, seed, root_actions, root_prior, prior_c)
+
+
+@njit(cache=True)
+def _tree_search(
+    root: np.ndarray, max_simulations: int, uct_c: float, n_rollouts: int, seed: int,
+    root_actions: np.ndarray, root_prior: np.ndarray, prior_c: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The search behind `uct_search` and `prior_root_search` (an empty `root_prior`: plain UCT).
 
     Returns (actions, visits, total_reward, simulations run). `total_reward[i]` sums
     the returns of the player to move at the root over the visits of child `i`.
@@ -204,6 +237,7 @@ def uct_search(
     so every simulation evaluates a new node and `max_simulations >= 1` suffices.
     """
     np.random.seed(seed)
+    has_prior = root_prior.shape[0] > 0
     cap = max_simulations + 1
     states = np.empty((cap, STATE_LEN), np.int32)
     visits = np.zeros(cap, np.int64)
@@ -229,15 +263,20 @@ def uct_search(
         path[0] = 0
         while states[node, I_REASON] == 0 and visits[node] > 0:
             if first[node] < 0:  # expand: children in a random order (OpenSpiel shuffles too)
-                n = _core._generate(states[node], buf, False)
-                if n == 0:
-                    buf[0] = PASS_ACTION  # R4.3
-                    n = 1
-                for i in range(n - 1, 0, -1):
-                    j = np.random.randint(i + 1)
-                    t = buf[i]
-                    buf[i] = buf[j]
-                    buf[j] = t
+                if node == 0 and has_prior:  # the caller's order, matching its prior
+                    n = root_actions.shape[0]
+                    for i in range(n):
+                        buf[i] = root_actions[i]
+                else:
+                    n = _core._generate(states[node], buf, False)
+                    if n == 0:
+                        buf[0] = PASS_ACTION  # R4.3
+                        n = 1
+                    for i in range(n - 1, 0, -1):
+                        j = np.random.randint(i + 1)
+                        t = buf[i]
+                        buf[i] = buf[j]
+                        buf[j] = t
                 if pool_n + n > pool_cap:
                     pool_cap = 2 * pool_cap + n
                     grown_a = np.empty(pool_cap, np.int64)
@@ -253,10 +292,23 @@ def uct_search(
                     pool_node[pool_n + i] = -1
                 pool_n += n
             base = first[node]
-            log_n = math.log(visits[node])
             pick = -1
             best = -np.inf
-            for i in range(n_kids[node]):
+            if node == 0 and has_prior:  # PUCT at the root
+                sqrt_n = math.sqrt(visits[0])
+                for i in range(n_kids[0]):
+                    c = pool_node[base + i]
+                    q = reward[c] / visits[c] if c >= 0 else 0.0
+                    n_c = visits[c] if c >= 0 else 0
+                    u = q + prior_c * root_prior[i] * sqrt_n / (1 + n_c)
+                    if u > best:
+                        best = u
+                        pick = i
+                n_kids_here = 0  # skip the UCT loop below
+            else:
+                n_kids_here = n_kids[node]
+            log_n = math.log(visits[node])
+            for i in range(n_kids_here):
                 c = pool_node[base + i]
                 if c < 0:  # unvisited: UCT value +inf, first in the shuffled order wins
                     pick = i

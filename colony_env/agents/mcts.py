@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,7 @@ import numpy as np
 from ..constants import I_REASON, I_TO_MOVE
 from .. import _core
 from ..engine import GameState, _wrap, legal_actions
-from ._search import rollout_values, uct_search
+from ._search import prior_root_search, rollout_values, uct_search
 from .base import Agent, require_ongoing
 
 # OpenSpiel's examples use 2 for returns in [-1, 1]. With about 70 legal actions and a few
@@ -38,8 +39,17 @@ from .base import Agent, require_ongoing
 # 1.00 with c = 1 and c = 0.5, 0.975 with c = 0.25, and c = 0.5 / 1 / 2 scored evenly
 # against each other. So 1.
 DEFAULT_UCT_C = 1.0
+# Exploration constant of the root's PUCT score when a root prior is given; chosen by
+# colony-eval against mcts:200 (README, "Search with the trained policy").
+DEFAULT_PRIOR_C = 2.0
+# Share of the root prior replaced by a uniform one. PUCT never visits a move whose prior is
+# ~0 while a favoured move looks no worse than an unvisited one (Q = 0), so a confidently wrong
+# policy could hide a winning move from the rollouts; a uniform floor bounds that (AlphaZero
+# mixes Dirichlet noise into the root prior with the same weight, 0.25, for the same reason).
+DEFAULT_UNIFORM_MIX = 0.25
 SEED_HIGH = 2**62  # range of the per-search seeds drawn from the injected generator
 CHILD_SELECTIONS = ("uct", "puct")
+RootPrior = Callable[[GameState], tuple[np.ndarray, np.ndarray]]
 
 
 class Evaluator(ABC):
@@ -118,6 +128,11 @@ class MCTSAgent(Agent):
         child_selection: `"uct"` or `"puct"` (uses the evaluator's prior); the compiled
             path is UCT.
         name: shown in tables and records; default `mcts:<max_simulations>`.
+        root_prior: optional `state -> (legal action ids, probabilities)`, e.g. a trained
+            policy; the root then picks children by PUCT with `prior_c` while the rest of
+            the search stays compiled UCT (`_search.prior_root_search`). One call per move.
+        prior_c: the root's PUCT exploration constant.
+        uniform_mix: share of the root prior replaced by a uniform distribution.
     """
 
     def __init__(
@@ -127,6 +142,9 @@ class MCTSAgent(Agent):
         evaluator: Evaluator | None = None,
         child_selection: str = "uct",
         name: str | None = None,
+        root_prior: RootPrior | None = None,
+        prior_c: float = DEFAULT_PRIOR_C,
+        uniform_mix: float = DEFAULT_UNIFORM_MIX,
     ) -> None:
         if isinstance(max_simulations, bool) or not isinstance(max_simulations, int) or max_simulations < 1:
             raise ValueError(f"max_simulations must be an int >= 1, got {max_simulations!r}")
@@ -134,11 +152,20 @@ class MCTSAgent(Agent):
             raise ValueError(f"uct_c must be a finite number >= 0, got {uct_c!r}")
         if child_selection not in CHILD_SELECTIONS:
             raise ValueError(f"child_selection must be one of {CHILD_SELECTIONS}, got {child_selection!r}")
+        if not (isinstance(prior_c, (int, float)) and math.isfinite(prior_c) and prior_c >= 0):
+            raise ValueError(f"prior_c must be a finite number >= 0, got {prior_c!r}")
+        if not (isinstance(uniform_mix, (int, float)) and 0 <= uniform_mix <= 1):
+            raise ValueError(f"uniform_mix must be a number in [0, 1], got {uniform_mix!r}")
+        self.uniform_mix = float(uniform_mix)
         self.uct_c = float(uct_c)
+        self.root_prior = root_prior
+        self.prior_c = float(prior_c)
         self.max_simulations = max_simulations
         self.evaluator = evaluator if evaluator is not None else RandomRolloutEvaluator()
         self.child_selection = child_selection
         self.name = name or f"mcts:{max_simulations}"
+        if root_prior is not None and not self.compiled:
+            raise ValueError("root_prior needs the compiled search: the default evaluator and child_selection='uct'")
 
     @property
     def compiled(self) -> bool:
@@ -158,9 +185,16 @@ class MCTSAgent(Agent):
         require_ongoing(state)
         if self.compiled:
             assert isinstance(self.evaluator, RandomRolloutEvaluator)
-            actions, visits, rewards, _ = uct_search(
-                state._a, self.max_simulations, self.uct_c, self.evaluator.n_rollouts, int(rng.integers(SEED_HIGH))
-            )
+            seed = int(rng.integers(SEED_HIGH))
+            if self.root_prior is None:
+                actions, visits, rewards, _ = uct_search(
+                    state._a, self.max_simulations, self.uct_c, self.evaluator.n_rollouts, seed
+                )
+            else:
+                ids, probs = self._checked_prior(state, rng)
+                actions, visits, rewards, _ = prior_root_search(
+                    state._a, self.max_simulations, self.uct_c, self.evaluator.n_rollouts, seed, ids, probs, self.prior_c
+                )
             mover = int(state._a[I_TO_MOVE])
             root = SearchNode(-1, -1, 1.0, explore_count=int(visits.sum()) + 1)
             root.children = [
@@ -168,6 +202,21 @@ class MCTSAgent(Agent):
             ]
             return root
         return self._python_search(state, rng)
+
+    def _checked_prior(self, state: GameState, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """The root prior as (ids, probabilities) in a random order; ValueError unless it covers the legal set."""
+        assert self.root_prior is not None
+        ids, probs = self.root_prior(state)
+        ids = np.asarray(ids, np.int64)
+        probs = np.asarray(probs, np.float64)
+        legal = legal_actions(state)
+        if ids.shape != probs.shape or ids.shape[0] != len(legal) or not np.array_equal(np.sort(ids), np.sort(legal)):
+            raise ValueError(f"root_prior must give each of the {len(legal)} legal actions once, with one probability each")
+        if not (np.all(np.isfinite(probs)) and np.all(probs >= 0) and probs.sum() > 0):
+            raise ValueError("root_prior probabilities must be finite, >= 0 and not all 0")
+        order = rng.permutation(len(ids))  # ties in the PUCT score: no bias from the prior's order
+        probs = (1 - self.uniform_mix) * probs / probs.sum() + self.uniform_mix / len(probs)
+        return ids[order], probs[order]
 
     def _python_search(self, state: GameState, rng: np.random.Generator) -> SearchNode:
         """The same tree policy as `_search.uct_search`, calling the evaluator from Python."""
@@ -204,4 +253,4 @@ class MCTSAgent(Agent):
         node.children = [SearchNode(int(priors[i][0]), mover, float(priors[i][1])) for i in order]
 
 
-__all__ = ["DEFAULT_UCT_C", "Evaluator", "MCTSAgent", "RandomRolloutEvaluator", "SearchNode"]
+__all__ = ["DEFAULT_PRIOR_C", "DEFAULT_UNIFORM_MIX", "DEFAULT_UCT_C", "Evaluator", "MCTSAgent", "RandomRolloutEvaluator", "SearchNode"]
