@@ -4,6 +4,12 @@ The engine API (pure functions over an immutable `GameState`) is re-exported her
 see `colony_env.engine` for details and RULES.md for the rules it implements.
 """
 
+from pathlib import Path as _Path
+
+from ._jit_cache import drop_stale_caches as _drop_stale_caches
+
+_drop_stale_caches(_Path(__file__).parent)  # before any cached kernel loads (see _jit_cache.py)
+
 from .constants import BLUE, N_ACTIONS, PASS_ACTION, RED, Colour
 from .engine import (
     Colony,

@@ -35,6 +35,8 @@ def test_derived_fields() -> None:
         ({"anneal_lr": "yes"}, r"'anneal_lr' must be true or false"),
         ({"eval_opponents": ["random", "alphazero"]}, r"'eval_opponents' has 'alphazero'; allowed agent specs"),
         ({"learning_rate": -1}, r"'learning_rate' = -1.0 is invalid"),
+        ({"pool_share": 0.5, "greedy_share": 0.75}, r"'greedy_share' = 0.75 is invalid; allowed: a number in \[0, 1 - pool_share\]"),
+        ({"init_from": "/nonexistent/x.pt"}, r"'init_from' = '/nonexistent/x.pt' is invalid; allowed: \"\" or the path"),
     ],
 )
 def test_bad_values_name_the_key(values: dict, match: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import colony_env as ce
 from training import bench_train, plot, train
@@ -50,6 +51,67 @@ def test_tiny_run_resume_and_evaluate(tmp_path: Path, capsys: pytest.CaptureFixt
     s = ce.new_game(0)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
     assert plot.main([str(run)]) == 0
+
+
+def test_greedy_opponent_games_and_init_from(tmp_path: Path) -> None:
+    """`greedy_share`: those games' opponent moves are the greedy agent's best-scoring ones and are
+    not trained on; `init_from` starts a new run from a checkpoint's weights, and refuses another
+    architecture with a one-line error."""
+    from colony_env.agents import GreedyAgent
+    from training.config import load_config
+    from training.model import PolicyValueNet
+    from training.opponents import OpponentPool
+
+    cfg = load_config(ROOT / "configs" / "quickstart.yaml", {
+        "num_envs": 4, "rollout_steps": 24, "channels": 4, "blocks": 1, "pool_share": 0.0, "greedy_share": 0.5,
+        "max_plies": 60, "heuristic_prior": False})  # fmt: skip
+    model = PolicyValueNet(ce.observation.OBS_CHANNELS, 4, 1)
+    play = train.SelfPlay(cfg, model, train.resolve_device("cpu"), seed=0)
+    assert play.greedy_envs.tolist() == [0, 1]
+    seen_states = []
+    original_step = play.env.step
+
+    def step(actions):  # record each greedy move next to the state it was chosen in
+        seen_states.append((play.env.states.copy(), play.vobs.to_move.copy(), np.asarray(actions).copy()))
+        return original_step(actions)
+
+    play.env.step = step
+    stats = train.GameStats()
+    ro = play.collect(OpponentPool(2), stats)
+    greedy_turns = 0
+    for t, (states, to_move, actions) in enumerate(seen_states):
+        for i in range(4):
+            opponent_turn = i < 2 and to_move[i] != play.learner_colour[i]
+            assert ro.learner[t, i] == (not opponent_turn)
+            if opponent_turn:
+                greedy_turns += 1
+                board_ids, scores = GreedyAgent().scores(ce.engine._wrap(states[i].copy()))
+                colour = int(to_move[i])
+                chosen = int(ce.symmetry.canonical_action_to_board(np.array([actions[i]]), colour)[0])
+                assert scores[list(board_ids).index(chosen)] >= scores.max() - 1e-9
+    assert greedy_turns > 10
+
+    first = tmp_path / "first"
+    tiny = [a for a in TINY if a not in ("--pool-share", "0.5")]
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(first), *tiny,
+                       "--greedy-share", "0.5", "--final-eval-games", "0", "--eval-every", "0"]) == 0
+    rows = _rows(first / "metrics.csv")
+    assert "greedy_win_rate" in rows[0]
+    start = first / "checkpoints" / "latest.pt"
+    second = tmp_path / "second"
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(second), *tiny,
+                       "--init-from", str(start), "--total-steps", "16", "--final-eval-games", "0", "--learning-rate", "1e-9",
+                       "--eval-every", "0"]) == 0
+    before, after = read_checkpoint(start)["model"], read_checkpoint(second / "checkpoints" / "latest.pt")["model"]
+    assert all(torch.allclose(before[k].float(), after[k].float(), atol=1e-5) for k in before)
+    assert read_checkpoint(second / "checkpoints" / "latest.pt")["meta"]["global_step"] == 16
+
+
+def test_init_from_another_architecture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *TINY,
+                       "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "has another architecture (channels: 32 there, 4 here" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -2,3 +2,11 @@
 
 Depends on `colony_env`, never the other way round (ARCHITECTURE.md).
 """
+
+from pathlib import Path as _Path
+
+import colony_env as _colony_env
+from colony_env._jit_cache import drop_stale_caches as _drop_stale_caches
+
+# training's kernels (teacher.py, shaping.py) call colony_env's: their caches go stale with it too
+_drop_stale_caches(_Path(__file__).parent, [_Path(_colony_env.__file__).parent])

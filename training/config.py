@@ -99,10 +99,16 @@ class TrainConfig:
     """Share of the games in which one colour is played by a past snapshot from the pool."""
     pool_size: int = 8
     """Past snapshots kept in the opponent pool (oldest dropped first)."""
+    greedy_share: float = 0.0
+    """Share of the games in which one colour is played by the greedy agent (a fixed, competent
+    opponent whose replies punish loose play; its moves are not trained on)."""
     snapshot_every: int = 10
     """Iterations between snapshots added to the pool."""
     augment_symmetry: bool = True
     """Feed each decision in a random one of the 4 board symmetries that keep the canonical view."""
+
+    init_from: str = ""
+    """Start a new run from this checkpoint's weights (same architecture); "" starts from scratch."""
 
     # --- evaluation, checkpoints, logging ---
     eval_every: int = 50
@@ -152,8 +158,10 @@ def _check_ranges(c: TrainConfig) -> None:
     for key in ("eval_every", "final_eval_games", "keep_checkpoints", "teacher_steps"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(c.learning_rate > 0, "learning_rate", "a number > 0")
-    for key in ("gamma", "gae_lambda", "pool_share", "shaping_scale"):
+    for key in ("gamma", "gae_lambda", "pool_share", "greedy_share", "shaping_scale"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
+    need(c.pool_share + c.greedy_share <= 1.0, "greedy_share", "a number in [0, 1 - pool_share]")
+    need(c.init_from == "" or Path(c.init_from).is_file(), "init_from", '"" or the path of an existing checkpoint file')
     for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "teacher_coef"):
         need(getattr(c, key) >= 0, key, "a number >= 0")
     need(c.num_minibatches <= c.num_envs * c.rollout_steps, "num_minibatches", "at most num_envs * rollout_steps")

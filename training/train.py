@@ -54,7 +54,7 @@ from .teacher import greedy_action_features, greedy_best_slots, teacher_weight
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
     "entropy", "approx_kl", "clip_frac", "teacher_ce", "teacher_weight", "explained_var", "games", "mean_game_plies", "pool_games",
-    "pool_win_rate", "pool_size",
+    "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
 _AUG_SYMS = np.asarray(symmetry.COLOUR_PRESERVING, np.int64)
@@ -127,10 +127,16 @@ class GameStats:
     plies: int = 0
     pool_games: int = 0
     pool_score: float = 0.0  # wins + draws/2 of the learner against pool snapshots
+    greedy_games: int = 0
+    greedy_score: float = 0.0  # wins + draws/2 of the learner against the greedy agent
 
 
 class SelfPlay:
-    """Plays the vector env with the learner (and pool snapshots) and records rollouts."""
+    """Plays the vector env with the learner (and pool snapshots, and the greedy agent) and records rollouts.
+
+    Envs [0, n_pool) are pool games, [n_pool, n_pool + n_greedy) games against the greedy
+    agent, the rest pure self-play.
+    """
 
     def __init__(self, cfg: TrainConfig, model: PolicyValueNet, device: torch.device, seed: int) -> None:
         self.cfg = cfg
@@ -142,6 +148,8 @@ class SelfPlay:
         self.torch_gen = torch.Generator(device="cpu").manual_seed(seed + 2)
         n = cfg.num_envs
         self.n_pool = int(round(cfg.pool_share * n))
+        self.n_greedy = min(n - self.n_pool, int(round(cfg.greedy_share * n)))
+        self.greedy_envs = np.arange(self.n_pool, self.n_pool + self.n_greedy)
         # In pool games the learner always keeps the same colour, so a game never changes sides.
         self.learner_colour = np.arange(n) % 2
         self.plies = np.zeros(n, np.int64)  # length of the game in flight per env
@@ -200,6 +208,8 @@ class SelfPlay:
                     slots[idx] = opp_slots
                     learner[t, idx] = False
             width = ids.shape[1]
+            if self.n_greedy:
+                self._greedy_replies(v, width, slots, learner[t])
             if feat_buf is not None:
                 feat_buf[t, :, :width] = torch.from_numpy(feats)
             if teacher_buf is not None:
@@ -228,6 +238,17 @@ class SelfPlay:
         return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
                        phi, feat_buf, teacher_buf, bootstrap)
 
+    def _greedy_replies(self, v, width: int, slots: torch.Tensor, learner: np.ndarray) -> None:
+        """The greedy agent's moves (uniform among its best-scoring ones) where it is to move; not trained on."""
+        g = self.greedy_envs[v.to_move[self.greedy_envs] != self.learner_colour[self.greedy_envs]]
+        if not len(g):
+            return
+        best = greedy_best_slots(np.ascontiguousarray(self.env.states), g.astype(np.int64), width)
+        for i in g:
+            choices = np.flatnonzero(best[i])
+            slots[i] = int(choices[self.rng.integers(len(choices))])
+        learner[g] = False
+
     def _count_games(self, done: np.ndarray, rew: np.ndarray, use_pool: bool, stats: GameStats) -> None:
         self.plies += 1
         if not done.any():
@@ -241,6 +262,11 @@ class SelfPlay:
             stats.pool_games += len(pool_idx)
             r = rew[pool_idx, self.learner_colour[pool_idx]]
             stats.pool_score += float(((r + 1.0) / 2.0).sum())
+        g_idx = idx[(idx >= self.n_pool) & (idx < self.n_pool + self.n_greedy)]
+        if len(g_idx):
+            stats.greedy_games += len(g_idx)
+            r = rew[g_idx, self.learner_colour[g_idx]]
+            stats.greedy_score += float(((r + 1.0) / 2.0).sum())
 
 
 # --- update -----------------------------------------------------------------------------------
@@ -382,6 +408,18 @@ def _prune(ckpt_dir: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
+def _load_initial_weights(model: PolicyValueNet, path: str) -> None:
+    """`init_from`: the weights of a checkpoint of the same architecture (optimizer and counters start fresh)."""
+    data = read_checkpoint(path)
+    want = model.architecture()
+    have = {k: int(data["architecture"].get(k, 0)) for k in want}  # older files lack the optional flags
+    if want != have:
+        diff = ", ".join(f"{k}: {have.get(k)!r} there, {v!r} here" for k, v in want.items() if have.get(k) != v)
+        raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
+                          "heuristic_prior and policy_target_features to match it")
+    model.load_state_dict(data["model"])
+
+
 # --- the loop ---------------------------------------------------------------------------------
 def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, progress: bool = True) -> Path:
     """Run (or resume) a training run; returns the run directory."""
@@ -411,7 +449,9 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
         global_step = int(data["meta"]["global_step"])
         wall_before = float(data["meta"].get("wall_time_s", 0.0))
     else:
-        pool.add(model, 0)  # the untrained network: a near-uniform opponent to measure early progress against
+        if cfg.init_from:
+            _load_initial_weights(model, cfg.init_from)
+        pool.add(model, 0)  # the starting network: an opponent to measure early progress against
     # A resumed run gets fresh games and generators derived from where it stopped.
     play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
@@ -459,7 +499,8 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
                 "mean_game_plies": (stats.plies / stats.games) if stats.games else float("nan"),
                 "pool_games": stats.pool_games,
                 "pool_win_rate": (stats.pool_score / stats.pool_games) if stats.pool_games else float("nan"),
-                "pool_size": len(pool),
+                "pool_size": len(pool), "greedy_games": stats.greedy_games,
+                "greedy_win_rate": (stats.greedy_score / stats.greedy_games) if stats.greedy_games else float("nan"),
             }  # fmt: skip
             log.metric(row)
             done = iteration >= cfg.num_iterations
@@ -474,6 +515,8 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
                     "ent": f"{info.entropy:.2f}"}
             if stats.pool_games:
                 post["pool"] = f"{row['pool_win_rate']:.2f}"
+            if stats.greedy_games:
+                post["greedy"] = f"{row['greedy_win_rate']:.2f}"
             post.update({f"vs_{k}": f"{v:.2f}" for k, v in last_eval.items()})
             bar.set_postfix(post, refresh=False)
         bar.close()
