@@ -133,17 +133,22 @@ def test_crash_mid_save_keeps_previous_checkpoint(tmp_path: Path, monkeypatch: p
     assert [p.name for p in tmp_path.iterdir()] == ["latest.pt"]  # no temporary files left behind
 
 
-def test_target_features_round_trip_and_shipped_checkpoint_still_loads(tmp_path: Path) -> None:
-    """A net with the landing-cell head (`policy_target_features`) round-trips; the shipped agent,
-    saved before the option existed (no `target_features` in its architecture), loads without it."""
+def test_target_features_round_trip_and_older_checkpoints_still_load(tmp_path: Path) -> None:
+    """A net with the landing-cell head (`policy_target_features`) round-trips; a file saved before
+    the option existed (no `target_features` in its architecture) loads without it; the shipped
+    agent loads and plays."""
     torch.manual_seed(0)
     net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
     path = save_checkpoint(tmp_path / "t.pt", net, {}, {"global_step": 1})
     loaded, _ = load_model(path)
     assert loaded.target_features and torch.equal(loaded.target_planes.weight, net.target_planes.weight)
-    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
-    old, data = load_model(shipped)
+    plain = save_checkpoint(tmp_path / "old.pt", PolicyValueNet(observation.OBS_CHANNELS, 8, 1), {}, {"global_step": 1})
+    data = torch.load(plain, weights_only=True)
+    del data["architecture"]["target_features"]  # as written before the option existed
+    torch.save(data, plain)
+    old, data = load_model(plain)
     assert "target_features" not in data["architecture"] and not old.target_features
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
     agent = load_policy_agent(shipped)
     s = ce.new_game(4)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
