@@ -351,3 +351,14 @@ def test_bench_cli_prints_simulations_per_second(capsys):
     assert "simulations/s per core" in out and "rollouts from the opening" in out and "greedy:" in out
     with pytest.raises(SystemExit):
         main(["--sims", "0"])
+
+
+def test_search_prior_ablation_example_runs(capsys):
+    """examples/search_prior_ablation.py (README, "Search with the trained policy"), tiny settings:
+    each prior plays its games and the table shows them."""
+    from tests_support import load_example
+
+    load_example("search_prior_ablation.py").main(["--games", "2", "--simulations", "4", "--opponents", "random"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["uniform", "untrained", "trained"]
+    assert all(r[1] == "random" and int(r[2]) == 2 == int(r[3]) + int(r[4]) + int(r[5]) for r in rows)

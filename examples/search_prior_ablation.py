@@ -1,0 +1,74 @@
+"""Which part of `checkpoint:PATH:mcts:N` makes it strong: the search, the heuristic, or training?
+
+Plays the same root-prior search (`colony_env.agents.MCTSAgent(root_prior=...)`) with three priors
+against `mcts:N` and `greedy` on the same paired setups:
+
+* `uniform`: every legal move equally likely (PUCT at the root alone);
+* `untrained`: a freshly initialised network with the greedy heuristic prior (`heuristic_prior`),
+  i.e. what training starts from;
+* `trained`: a checkpoint (default: the shipped agent).
+
+    python examples/search_prior_ablation.py --games 100 --seed 1          # README, "Search with the trained policy"
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import observation
+from colony_env.agents import MCTSAgent
+from colony_env.agents.mcts import DEFAULT_PRIOR_C
+from training.checkpoint import save_checkpoint
+from training.evaluate import evaluate
+from training.model import PolicyValueNet
+
+SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
+UNTRAINED_SEED = 0  # torch seed of the untrained network
+UNTRAINED_SHAPE = (32, 3)  # channels, blocks: the shipped agent's trunk
+
+
+def uniform_prior(state: ce.GameState) -> tuple[np.ndarray, np.ndarray]:
+    ids = ce.legal_actions(state)
+    return ids, np.full(len(ids), 1.0 / len(ids))
+
+
+def untrained_checkpoint(folder: Path) -> Path:
+    """The network training starts from: random trunk and heads, heuristic prior with weight 1."""
+    torch.manual_seed(UNTRAINED_SEED)
+    net = PolicyValueNet(observation.OBS_CHANNELS, *UNTRAINED_SHAPE, heuristic_prior=True)
+    return save_checkpoint(folder / "untrained.pt", net, {"heuristic_prior": True}, {"global_step": 0})
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--games", type=int, default=100, help="games per pairing (even)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--simulations", type=int, default=200, help="simulations per move, for both searches")
+    p.add_argument("--checkpoint", default=str(SHIPPED), help="the trained prior")
+    p.add_argument("--opponents", nargs="+", default=None, help="default: mcts:N greedy")
+    args = p.parse_args(argv)
+    opponents = args.opponents or [f"mcts:{args.simulations}", "greedy"]
+    sims = args.simulations
+    with tempfile.TemporaryDirectory() as tmp:
+        priors = {
+            "uniform": MCTSAgent(max_simulations=sims, root_prior=uniform_prior, prior_c=DEFAULT_PRIOR_C,
+                                 name=f"uniform-prior:mcts:{sims}"),
+            "untrained": f"checkpoint:{untrained_checkpoint(Path(tmp))}:mcts:{sims}",
+            "trained": f"checkpoint:{args.checkpoint}:mcts:{sims}",
+        }
+        print(f"{'root prior':<10} {'opponent':<10} {'games':>5} {'W':>4} {'D':>4} {'L':>4} {'score':>6}")
+        for label, agent in priors.items():
+            for opponent in opponents:
+                pair = evaluate([agent, opponent], games=args.games, seed=args.seed, workers=1, progress=False).pairs[0]
+                print(f"{label:<10} {opponent:<10} {pair.games:>5} {pair.wins:>4} {pair.draws:>4} {pair.losses:>4} "
+                      f"{pair.score:>6.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
