@@ -304,19 +304,17 @@ def _tree_search(
                     if u > best:
                         best = u
                         pick = i
-                n_kids_here = 0  # skip the UCT loop below
-            else:
-                n_kids_here = n_kids[node]
-            log_n = math.log(visits[node])
-            for i in range(n_kids_here):
-                c = pool_node[base + i]
-                if c < 0:  # unvisited: UCT value +inf, first in the shuffled order wins
-                    pick = i
-                    break
-                u = reward[c] / visits[c] + uct_c * math.sqrt(log_n / visits[c])
-                if u > best:
-                    best = u
-                    pick = i
+            else:  # UCT
+                log_n = math.log(visits[node])
+                for i in range(n_kids[node]):
+                    c = pool_node[base + i]
+                    if c < 0:  # unvisited: UCT value +inf, first in the shuffled order wins
+                        pick = i
+                        break
+                    u = reward[c] / visits[c] + uct_c * math.sqrt(log_n / visits[c])
+                    if u > best:
+                        best = u
+                        pick = i
             child = pool_node[base + pick]
             if child < 0:
                 child = n_nodes
