@@ -260,13 +260,14 @@ class SelfPlay:
         if use_pool:
             pool_idx = idx[idx < self.n_pool]
             stats.pool_games += len(pool_idx)
-            r = rew[pool_idx, self.learner_colour[pool_idx]]
-            stats.pool_score += float(((r + 1.0) / 2.0).sum())
+            stats.pool_score += self._learner_points(rew, pool_idx)
         g_idx = idx[(idx >= self.n_pool) & (idx < self.n_pool + self.n_greedy)]
-        if len(g_idx):
-            stats.greedy_games += len(g_idx)
-            r = rew[g_idx, self.learner_colour[g_idx]]
-            stats.greedy_score += float(((r + 1.0) / 2.0).sum())
+        stats.greedy_games += len(g_idx)
+        stats.greedy_score += self._learner_points(rew, g_idx)
+
+    def _learner_points(self, rew: np.ndarray, rows: np.ndarray) -> float:
+        """Wins + draws/2 of the learner in the finished games `rows` (rewards are +-1 / 0)."""
+        return float(((rew[rows, self.learner_colour[rows]] + 1.0) / 2.0).sum())
 
 
 # --- update -----------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ def _load_initial_weights(model: PolicyValueNet, path: str) -> None:
     want = model.architecture()
     have = {k: int(data["architecture"].get(k, 0)) for k in want}  # older files lack the optional flags
     if want != have:
-        diff = ", ".join(f"{k}: {have.get(k)!r} there, {v!r} here" for k, v in want.items() if have.get(k) != v)
+        diff = ", ".join(f"{k}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
                           "heuristic_prior and policy_target_features to match it")
     model.load_state_dict(data["model"])
