@@ -1,0 +1,412 @@
+"""`colony-distill`: expert iteration, one round: the search teaches the policy that steers it.
+
+A trained policy steering a compiled search (`checkpoint:PATH:mcts:N`, see
+`checkpoint.load_search_agent`) plays better than the policy alone, and the search's
+visit distribution at the root is a better policy than the network's own output. Expert
+iteration (Anthony, Tian & Barber, "Thinking Fast and Slow with Deep Learning and Tree
+Search", NeurIPS 2017; AlphaZero's policy target) turns that gap into training data:
+
+1. **Generate.** The search agent plays `games` games from seeded random setups, a
+   `greedy_share` of them against the greedy agent and the rest against itself. Every
+   position where the search chose a move is stored as the packed engine state with the
+   root visit counts over its legal actions (in increasing id order). Games are written
+   in shards of `shard_games`, so an interrupted run keeps what it generated and
+   `--resume` continues with the next shard (game seeds are fixed, so a resumed run
+   produces the same data as an uninterrupted one).
+2. **Fit.** Starting from the same weights, minimise the cross-entropy between the policy
+   over the legal actions and the normalised visit counts, with symmetry augmentation;
+   a held-out tenth of the games picks the best epoch. Only the policy is fitted: the
+   value head (trained on shaped PPO returns) is not used at play time and gets no loss.
+3. **Write** `distilled.pt`, a checkpoint in the usual format (same architecture and
+   config as the input, `meta["distill"]` saying how it was made), loadable everywhere a
+   checkpoint is.
+
+    colony-distill --init checkpoints/colony_ppo.pt --games 1200 --out runs/distill
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+from colony_env.agents import GreedyAgent
+from colony_env.agents.mcts import DEFAULT_PRIOR_C
+from colony_env.constants import STATE_LEN
+from colony_env.engine import _wrap
+
+from .checkpoint import CheckpointError, load_search_agent, read_checkpoint, build_model, save_checkpoint
+from .model import masked_log_probs
+from .teacher import greedy_action_features
+from .train import _AUG_SYMS, augment
+
+DATA_FORMAT = "colony-distill-shard"
+SHARD_GLOB = "shard_*.npz"
+VALIDATION_SHARE = 0.1  # of the games, held out to choose the epoch
+SEED_HIGH = 2**62
+
+
+class DistillError(ValueError):
+    """A bad option or input for `colony-distill`; the message says what is allowed."""
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """Everything that decides a distillation run (written to `config.json`)."""
+
+    init: str
+    games: int = 1200
+    simulations: int = 200
+    prior_c: float = DEFAULT_PRIOR_C
+    greedy_share: float = 0.5
+    shard_games: int = 50
+    epochs: int = 6
+    batch_size: int = 256
+    lr: float = 3e-4
+    augment_symmetry: bool = True
+    seed: int = 0
+    workers: int = 2
+
+    def validate(self) -> None:
+        ints = {"games": 2, "simulations": 1, "shard_games": 1, "epochs": 1, "batch_size": 1, "workers": 1}
+        for key, low in ints.items():
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise DistillError(f"{key} must be an int >= {low}, got {v!r}")
+        if not (0.0 <= self.greedy_share <= 1.0):
+            raise DistillError(f"greedy_share must be in [0, 1], got {self.greedy_share!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise DistillError(f"lr must be a finite number > 0, got {self.lr!r}")
+        if not (math.isfinite(self.prior_c) and self.prior_c >= 0):
+            raise DistillError(f"prior_c must be a finite number >= 0, got {self.prior_c!r}")
+
+
+# --- 1. generation ----------------------------------------------------------------------------
+_WORKER: dict = {}
+
+
+def _init_worker(init: str, simulations: int, prior_c: float) -> None:
+    torch.set_num_threads(1)
+    _WORKER["search"] = load_search_agent(init, simulations, prior_c)
+    _WORKER["greedy"] = GreedyAgent()
+
+
+def game_plan(cfg: DistillConfig, game: int) -> tuple[int, bool, int]:
+    """(setup seed, against greedy?, colour of the searching side vs greedy) of game `game`; fixed by the seed."""
+    rng = np.random.default_rng([cfg.seed, game])
+    return int(rng.integers(SEED_HIGH)), bool(rng.random() < cfg.greedy_share), int(rng.integers(2))
+
+
+def play_recorded(search, greedy, setup_seed: int, vs_greedy: bool, search_colour: int,
+                  rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray], int]:
+    """Play one game; (states, visit counts per sorted legal id, game length) of the searched positions."""
+    state = ce.new_game(setup_seed)
+    states: list[np.ndarray] = []
+    visits: list[np.ndarray] = []
+    while not state.is_over:
+        mover = int(state.to_move)
+        legal = np.sort(ce.legal_actions(state))
+        if vs_greedy and mover != search_colour:
+            action = greedy.act(state, rng)
+        elif len(legal) == 1:
+            action = int(legal[0])
+        else:
+            root = search.mcts_search(state, rng)
+            counts = {c.action: c.explore_count for c in root.children}
+            states.append(state._a.copy())
+            visits.append(np.array([counts[int(a)] for a in legal], np.int32))
+            action = max(root.children, key=lambda c: c.sort_key()).action
+        state = ce.apply_action(state, action)
+    return states, visits, int(state.ply)
+
+
+def _play_job(args: tuple[int, int, bool, int]) -> tuple[int, list[np.ndarray], list[np.ndarray], int]:
+    game, setup_seed, vs_greedy, colour = args
+    rng = np.random.default_rng([setup_seed, game])
+    s, v, plies = play_recorded(_WORKER["search"], _WORKER["greedy"], setup_seed, vs_greedy, colour, rng)
+    return game, s, v, plies
+
+
+def write_shard(path: Path, games: list[int], per_game: dict[int, tuple[list[np.ndarray], list[np.ndarray]]]) -> None:
+    """One `.npz` shard: states int32[N, STATE_LEN], flat visit counts with offsets, the game of each position."""
+    states, flat, offsets, game_of = [], [], [0], []
+    for g in games:
+        s, v = per_game[g]
+        for st, cnt in zip(s, v):
+            states.append(st)
+            flat.append(cnt)
+            offsets.append(offsets[-1] + len(cnt))
+            game_of.append(g)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez_compressed(
+        tmp,
+        format=np.array(DATA_FORMAT),
+        states=np.asarray(states, np.int32).reshape(-1, STATE_LEN),
+        visits=np.concatenate(flat).astype(np.int32) if flat else np.zeros(0, np.int32),
+        offsets=np.asarray(offsets, np.int64),
+        game=np.asarray(game_of, np.int64),
+    )
+    tmp.replace(path)
+
+
+def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]:
+    """Play the missing shards of `cfg` into `out/data/`; the paths of all shards."""
+    data_dir = out / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    n_shards = -(-cfg.games // cfg.shard_games)
+    paths = [data_dir / f"shard_{i:04d}.npz" for i in range(n_shards)]
+    todo = [i for i, p in enumerate(paths) if not p.exists()]
+    if not todo:
+        return paths
+    from tqdm import tqdm
+
+    jobs = []
+    for i in todo:
+        for g in range(i * cfg.shard_games, min(cfg.games, (i + 1) * cfg.shard_games)):
+            jobs.append((g, *game_plan(cfg, g)))
+    bar = tqdm(total=len(jobs), desc="search games", unit="game", disable=not progress, dynamic_ncols=True)
+    pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
+    positions = 0
+    ctx = mp.get_context("spawn")  # torch in forked workers can hang; spawn as colony-eval does
+    with cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
+                                initargs=(cfg.init, cfg.simulations, cfg.prior_c)) as pool:
+        for game, s, v, _ in pool.map(_play_job, jobs, chunksize=1):
+            pending[game] = (s, v)
+            positions += len(s)
+            bar.update(1)
+            bar.set_postfix(positions=positions)
+            shard = game // cfg.shard_games
+            games = range(shard * cfg.shard_games, min(cfg.games, (shard + 1) * cfg.shard_games))
+            if all(g in pending for g in games):  # pool.map keeps order, so shards complete in turn
+                write_shard(paths[shard], list(games), pending)
+                for g in games:
+                    del pending[g]
+    bar.close()
+    return paths
+
+
+@dataclass
+class Dataset:
+    """Searched positions: packed states, visit counts as ragged rows, and each position's game."""
+
+    states: np.ndarray  # int32[N, STATE_LEN]
+    visits: np.ndarray  # int32[total]
+    offsets: np.ndarray  # int64[N + 1]
+    game: np.ndarray  # int64[N]
+
+    def __len__(self) -> int:
+        return self.states.shape[0]
+
+
+def load_shards(paths: list[Path]) -> Dataset:
+    """Concatenate shards; `DistillError` for a file that is not one."""
+    states, visits, offsets, game = [], [], [np.zeros(1, np.int64)], []
+    base = 0
+    for p in paths:
+        try:
+            with np.load(p) as z:
+                if str(z["format"]) != DATA_FORMAT:
+                    raise KeyError("format")
+                s, v, o, g = z["states"], z["visits"], z["offsets"], z["game"]
+        except (OSError, KeyError, ValueError) as e:
+            raise DistillError(f"{str(p)!r} is not a {DATA_FORMAT} file ({type(e).__name__}: {e})") from None
+        if s.shape[1:] != (STATE_LEN,) or o.shape != (s.shape[0] + 1,) or o[-1] != v.shape[0] or g.shape != (s.shape[0],):
+            raise DistillError(f"{str(p)!r} is inconsistent: array shapes do not match")
+        states.append(s)
+        visits.append(v)
+        offsets.append(o[1:] + base)
+        game.append(g)
+        base += int(v.shape[0])
+    if not states:
+        raise DistillError("no data shards to fit on")
+    return Dataset(np.concatenate(states), np.concatenate(visits), np.concatenate(offsets), np.concatenate(game))
+
+
+# --- 2. fitting --------------------------------------------------------------------------------
+def encode_batch(data: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(obs, canonical ids, valid, heuristic features, target probabilities) of `rows`, padded to the widest row.
+
+    Slot j of a row is the j-th legal id in increasing board-frame order, as in training and
+    `PolicyAgent.policy`; the recorded visit counts use the same order.
+    """
+    counts = data.offsets[rows + 1] - data.offsets[rows]
+    width = int(counts.max())
+    n = len(rows)
+    obs = np.empty((n, *observation.OBS_SHAPE), np.float32)
+    ids = np.zeros((n, width), np.int64)
+    target = np.zeros((n, width), np.float32)
+    for k, r in enumerate(rows):
+        state = _wrap(data.states[r].copy())
+        colour = int(state.to_move)
+        legal = np.sort(ce.legal_actions(state))
+        if len(legal) != counts[k]:
+            raise DistillError(f"position {r}: {counts[k]} visit counts for {len(legal)} legal actions (data from another engine?)")
+        obs[k] = observation.encode_observation(state, colour)
+        ids[k, : len(legal)] = symmetry.board_action_to_canonical(legal, colour)
+        v = data.visits[data.offsets[r]: data.offsets[r + 1]].astype(np.float32)
+        target[k, : len(legal)] = v / v.sum()
+    valid = np.arange(width)[None, :] < counts[:, None]
+    feats = greedy_action_features(data.states[rows], np.arange(n, dtype=np.int64), width)
+    return obs, ids, valid, feats, target
+
+
+def cross_entropy(model, obs, ids, valid, feats, target) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean cross-entropy to the targets, share of rows whose argmax is the target's argmax)."""
+    logits, _ = model(obs, ids, feats if model.heuristic_prior else None)
+    logp = masked_log_probs(logits, valid)
+    ce_loss = -(target * logp).sum(-1).mean()
+    agree = (logp.argmax(-1) == target.argmax(-1)).float().mean()
+    return ce_loss, agree
+
+
+def _tensors(batch, device) -> list[torch.Tensor]:
+    return [torch.from_numpy(x).to(device) for x in batch]
+
+
+def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> dict:
+    """Fit the policy to the visit targets; write `distilled.pt` and `metrics.csv`; the summary."""
+    ckpt = read_checkpoint(cfg.init)
+    model = build_model(ckpt).train()
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    games = np.unique(data.game)
+    held = set(rng.choice(games, size=max(1, int(round(VALIDATION_SHARE * len(games)))), replace=False).tolist())
+    is_val = np.array([g in held for g in data.game])
+    train_rows, val_rows = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+    if len(train_rows) == 0 or len(val_rows) == 0:
+        raise DistillError(f"need positions from at least 2 games to fit and validate, got {len(games)} game(s)")
+    device = torch.device("cpu")
+    val = _tensors(encode_batch(data, val_rows), device)
+    train = encode_batch(data, train_rows)  # encoded once; the heuristic features are the costly part
+
+    def val_scores() -> tuple[float, float]:
+        model.eval()
+        with torch.no_grad():
+            loss, agree = cross_entropy(model, *val)
+        model.train()
+        return float(loss), float(agree)
+
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    best_loss, best_agree = val_scores()
+    history = [{"epoch": 0, "train_ce": float("nan"), "val_ce": best_loss, "val_agree": best_agree}]
+    best_state = {k: v.clone() for k, v in model.state_dict().items()}
+    best_epoch = 0
+    from tqdm import tqdm
+
+    for epoch in range(1, cfg.epochs + 1):
+        order = rng.permutation(len(train_rows))
+        losses = []
+        for start in tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch}", disable=not progress, leave=False):
+            pick = order[start: start + cfg.batch_size]
+            obs, ids, valid, feats, target = (x[pick] for x in train)
+            width = int(valid.sum(1).max())
+            ids, valid, feats, target = ids[:, :width], valid[:, :width], feats[:, :width], target[:, :width]
+            if cfg.augment_symmetry:
+                obs, ids = augment(obs, ids, rng.choice(_AUG_SYMS, size=len(pick)))
+            loss, _ = cross_entropy(model, *_tensors((obs, ids, valid, feats, target), device))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            losses.append(loss.item())
+        v_loss, v_agree = val_scores()
+        history.append({"epoch": epoch, "train_ce": float(np.mean(losses)), "val_ce": v_loss, "val_agree": v_agree})
+        print(f"epoch {epoch}: train ce {np.mean(losses):.4f}  val ce {v_loss:.4f}  val agreement {v_agree:.3f}", flush=True)
+        if v_loss < best_loss:
+            best_loss, best_agree, best_epoch = v_loss, v_agree, epoch
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(best_state)
+    with open(out / "metrics.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(history[0]))
+        w.writeheader()
+        w.writerows(history)
+    summary = {
+        "init": cfg.init, "positions": int(len(data)), "train_positions": int(len(train_rows)),
+        "val_positions": int(len(val_rows)), "games": int(len(games)), "best_epoch": best_epoch,
+        "val_ce_before": history[0]["val_ce"], "val_ce_after": best_loss,
+        "val_agree_before": history[0]["val_agree"], "val_agree_after": best_agree,
+        "simulations": cfg.simulations, "greedy_share": cfg.greedy_share,
+    }
+    meta = dict(ckpt["meta"])
+    meta["distill"] = summary
+    save_checkpoint(out / "distilled.pt", model.eval(), ckpt["config"], meta)
+    return summary
+
+
+# --- CLI ----------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    d = DistillConfig(init="")
+    p = argparse.ArgumentParser(prog="colony-distill", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--init", help="checkpoint whose policy steers the search and is fitted")
+    p.add_argument("--out", type=Path, help="run directory (default runs/distill-<time>)")
+    p.add_argument("--resume", type=Path, help="continue a run directory (its config.json decides everything)")
+    p.add_argument("--games", type=int, default=d.games)
+    p.add_argument("--simulations", type=int, default=d.simulations, help="search simulations per move")
+    p.add_argument("--prior-c", type=float, default=d.prior_c, help="the root's PUCT constant")
+    p.add_argument("--greedy-share", type=float, default=d.greedy_share, help="share of games against the greedy agent")
+    p.add_argument("--shard-games", type=int, default=d.shard_games, help="games per data shard")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--no-augment", action="store_true", help="no symmetry augmentation")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--workers", type=int, default=d.workers, help="game-playing processes")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.resume is not None:
+            cfg_path = args.resume / "config.json"
+            if not cfg_path.is_file():
+                raise DistillError(f"--resume {str(args.resume)!r} has no config.json: not a colony-distill run directory")
+            cfg = DistillConfig(**json.loads(cfg_path.read_text()))
+            out = args.resume
+        else:
+            if not args.init:
+                raise DistillError("give --init CHECKPOINT (or --resume RUN_DIR)")
+            cfg = DistillConfig(init=args.init, games=args.games, simulations=args.simulations, prior_c=args.prior_c,
+                                greedy_share=args.greedy_share, shard_games=args.shard_games, epochs=args.epochs,
+                                batch_size=args.batch_size, lr=args.lr, augment_symmetry=not args.no_augment,
+                                seed=args.seed, workers=args.workers)
+            out = args.out or Path("runs") / f"distill-{time.strftime('%Y%m%d-%H%M%S')}"
+        cfg.validate()
+        read_checkpoint(cfg.init)  # fail early, in one line
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+        t0 = time.time()
+        paths = generate(cfg, out, progress=not args.no_progress)
+        t1 = time.time()
+        data = load_shards(paths)
+        print(f"{len(data)} searched positions from {len(np.unique(data.game))} games "
+              f"({t1 - t0:.0f} s generating); fitting", flush=True)
+        summary = fit(cfg, data, out, progress=not args.no_progress)
+        summary["generate_seconds"] = round(t1 - t0, 1)
+        summary["fit_seconds"] = round(time.time() - t1, 1)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    except (DistillError, CheckpointError) as e:
+        print(f"colony-distill: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out / 'distilled.pt'}: validation cross-entropy {summary['val_ce_before']:.4f} -> "
+          f"{summary['val_ce_after']:.4f}, agreement with the search {summary['val_agree_before']:.3f} -> "
+          f"{summary['val_agree_after']:.3f} (best epoch {summary['best_epoch']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
