@@ -104,6 +104,8 @@ def test_errors_say_what_is_wrong(tmp_path, capsys):
     assert "greedy_share must be in [0, 1]" in capsys.readouterr().err
     assert distill.main(["--resume", str(tmp_path)]) == 2
     assert "no config.json" in capsys.readouterr().err
+    assert distill.main(["--resume", str(tmp_path), "--games", "8"]) == 2
+    assert "drop --games" in capsys.readouterr().err
     assert distill.main([]) == 2
     assert "--init" in capsys.readouterr().err
     bad = tmp_path / "shard_0000.npz"

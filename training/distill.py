@@ -351,20 +351,20 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="colony-distill", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--init", help="checkpoint whose policy steers the search and is fitted")
-    p.add_argument("--out", type=Path, help="run directory (default runs/distill-<time>)")
+    p.add_argument("--out", type=Path, help="run directory; None: runs/distill-<time>")
     p.add_argument("--resume", type=Path, help="continue a run directory (its config.json decides everything)")
-    p.add_argument("--games", type=int, default=d.games)
+    p.add_argument("--games", type=int, default=d.games, help="games to play with the search")
     p.add_argument("--simulations", type=int, default=d.simulations, help="search simulations per move")
     p.add_argument("--prior-c", type=float, default=d.prior_c, help="the root's PUCT constant")
     p.add_argument("--greedy-share", type=float, default=d.greedy_share, help="share of games against the greedy agent")
     p.add_argument("--shard-games", type=int, default=d.shard_games, help="games per data shard")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the positions; the best by held-out loss is kept")
+    p.add_argument("--batch-size", type=int, default=d.batch_size, help="positions per gradient step")
+    p.add_argument("--lr", type=float, default=d.lr, help="Adam learning rate")
     p.add_argument("--no-augment", action="store_true", help="no symmetry augmentation")
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--seed", type=int, default=d.seed, help="decides the games' setups and the fit's shuffling")
     p.add_argument("--workers", type=int, default=d.workers, help="game-playing processes")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
@@ -372,6 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.resume is not None:
+            defaults = build_parser().parse_args([])
+            mixed = [k for k, v in vars(args).items() if k not in ("resume", "no_progress") and v != getattr(defaults, k)]
+            if mixed:
+                raise DistillError(f"--resume takes every setting from the run's config.json; drop {', '.join('--' + k.replace('_', '-') for k in mixed)}")
             cfg_path = args.resume / "config.json"
             if not cfg_path.is_file():
                 raise DistillError(f"--resume {str(args.resume)!r} has no config.json: not a colony-distill run directory")
