@@ -61,6 +61,16 @@ def current_format() -> dict[str, Any]:
     }
 
 
+def _default_file_mode() -> int:
+    """The mode `open()` would give a new file: 0666 minus the process umask."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _default_file_mode()
+
+
 def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, Any], meta: dict[str, Any],
                     extra: dict[str, Any] | None = None) -> Path:
     """Write a checkpoint atomically; `extra` (optimizer, pool, rng) must also be plain data."""
@@ -76,6 +86,7 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, A
     payload.update(extra or {})
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600 files; a checkpoint is shared like any output file
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
             f.flush()
