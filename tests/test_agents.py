@@ -362,3 +362,23 @@ def test_search_prior_ablation_example_runs(capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert [r[0] for r in rows] == ["uniform", "untrained", "trained"]
     assert all(r[1] == "random" and int(r[2]) == 2 == int(r[3]) + int(r[4]) + int(r[5]) for r in rows)
+
+
+def test_search_prior_ablation_tempered_control(capsys):
+    """The `tempered` row (README, "What the distillation changed") plays alone when asked; T <= 0 is refused."""
+    from tests_support import load_example
+
+    example = load_example("search_prior_ablation.py")
+    state = ce.new_game(2)
+    ids1, p1 = example.tempered_prior(str(example.SHIPPED), 1.0)(state)
+    ids3, p3 = example.tempered_prior(str(example.SHIPPED), 3.0)(state)
+    entropy = lambda p: float(-(p * np.log(p)).sum())  # noqa: E731
+    assert np.array_equal(ids1, ids3) and np.isclose(p3.sum(), 1.0) and entropy(p3) > entropy(p1)
+    assert np.argmax(p1) == np.argmax(p3)  # flattened, same order
+    main = example.main
+    main(["--games", "2", "--simulations", "4", "--opponents", "random", "--priors", "tempered", "--temperature", "3"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [r[:3] for r in rows] == [["tempered", "random", "2"]]
+    with pytest.raises(SystemExit):
+        main(["--priors", "tempered", "--temperature", "0"])
+    assert "--temperature must be > 0" in capsys.readouterr().err

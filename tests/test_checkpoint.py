@@ -153,6 +153,7 @@ def test_target_features_round_trip_and_older_checkpoints_still_load(tmp_path: P
     s = ce.new_game(4)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
 
+
 def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
     """Written through mkstemp (0600) but readable like any file this process creates (0666 - umask)."""
     plain = tmp_path / "plain"

@@ -21,7 +21,7 @@ Search", NeurIPS 2017; AlphaZero's policy target) turns that gap into training d
    config as the input, `meta["distill"]` saying how it was made), loadable everywhere a
    checkpoint is.
 
-    colony-distill --init checkpoints/colony_ppo.pt --games 1200 --out runs/distill
+    colony-distill --init checkpoints/colony_ppo.pt --games 2400 --out runs/distill
 """
 
 from __future__ import annotations
