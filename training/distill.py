@@ -47,7 +47,7 @@ from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from colony_env.constants import STATE_LEN
 from colony_env.engine import _wrap
 
-from .checkpoint import CheckpointError, load_search_agent, read_checkpoint, build_model, save_checkpoint
+from .checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
 from .model import masked_log_probs
 from .teacher import greedy_action_features
 from .train import _AUG_SYMS, augment
@@ -282,8 +282,8 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     games = np.unique(data.game)
-    held = set(rng.choice(games, size=max(1, int(round(VALIDATION_SHARE * len(games)))), replace=False).tolist())
-    is_val = np.array([g in held for g in data.game])
+    held = rng.choice(games, size=max(1, round(VALIDATION_SHARE * len(games))), replace=False)
+    is_val = np.isin(data.game, held)
     train_rows, val_rows = np.flatnonzero(~is_val), np.flatnonzero(is_val)
     if len(train_rows) == 0 or len(val_rows) == 0:
         raise DistillError(f"need positions from at least 2 games to fit and validate, got {len(games)} game(s)")
@@ -333,8 +333,8 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
         w.writeheader()
         w.writerows(history)
     summary = {
-        "init": cfg.init, "positions": int(len(data)), "train_positions": int(len(train_rows)),
-        "val_positions": int(len(val_rows)), "games": int(len(games)), "best_epoch": best_epoch,
+        "init": cfg.init, "positions": len(data), "train_positions": len(train_rows),
+        "val_positions": len(val_rows), "games": len(games), "best_epoch": best_epoch,
         "val_ce_before": history[0]["val_ce"], "val_ce_after": best_loss,
         "val_agree_before": history[0]["val_agree"], "val_agree_after": best_agree,
         "simulations": cfg.simulations, "greedy_share": cfg.greedy_share,
