@@ -53,7 +53,6 @@ from .teacher import greedy_action_features
 from .train import _AUG_SYMS, augment
 
 DATA_FORMAT = "colony-distill-shard"
-SHARD_GLOB = "shard_*.npz"
 VALIDATION_SHARE = 0.1  # of the games, held out to choose the epoch
 SEED_HIGH = 2**62
 
@@ -110,33 +109,31 @@ def game_plan(cfg: DistillConfig, game: int) -> tuple[int, bool, int]:
 
 
 def play_recorded(search, greedy, setup_seed: int, vs_greedy: bool, search_colour: int,
-                  rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray], int]:
-    """Play one game; (states, visit counts per sorted legal id, game length) of the searched positions."""
+                  rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Play one game; (states, visit counts per sorted legal id) of the searched positions."""
     state = ce.new_game(setup_seed)
     states: list[np.ndarray] = []
     visits: list[np.ndarray] = []
     while not state.is_over:
-        mover = int(state.to_move)
+        if vs_greedy and int(state.to_move) != search_colour:
+            state = ce.apply_action(state, greedy.act(state, rng))
+            continue
         legal = np.sort(ce.legal_actions(state))
-        if vs_greedy and mover != search_colour:
-            action = greedy.act(state, rng)
-        elif len(legal) == 1:
-            action = int(legal[0])
-        else:
-            root = search.mcts_search(state, rng)
-            counts = {c.action: c.explore_count for c in root.children}
-            states.append(state._a.copy())
-            visits.append(np.array([counts[int(a)] for a in legal], np.int32))
-            action = max(root.children, key=lambda c: c.sort_key()).action
-        state = ce.apply_action(state, action)
-    return states, visits, int(state.ply)
+        if len(legal) == 1:  # nothing to search for (often a forced pass)
+            state = ce.apply_action(state, int(legal[0]))
+            continue
+        root = search.mcts_search(state, rng)
+        counts = {c.action: c.explore_count for c in root.children}
+        states.append(state._a.copy())
+        visits.append(np.array([counts[int(a)] for a in legal], np.int32))
+        state = ce.apply_action(state, max(root.children, key=lambda c: c.sort_key()).action)
+    return states, visits
 
 
-def _play_job(args: tuple[int, int, bool, int]) -> tuple[int, list[np.ndarray], list[np.ndarray], int]:
+def _play_job(args: tuple[int, int, bool, int]) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
     game, setup_seed, vs_greedy, colour = args
     rng = np.random.default_rng([setup_seed, game])
-    s, v, plies = play_recorded(_WORKER["search"], _WORKER["greedy"], setup_seed, vs_greedy, colour, rng)
-    return game, s, v, plies
+    return game, *play_recorded(_WORKER["search"], _WORKER["greedy"], setup_seed, vs_greedy, colour, rng)
 
 
 def write_shard(path: Path, games: list[int], per_game: dict[int, tuple[list[np.ndarray], list[np.ndarray]]]) -> None:
@@ -182,7 +179,7 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
     ctx = mp.get_context("spawn")  # torch in forked workers can hang; spawn as colony-eval does
     with cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
                                 initargs=(cfg.init, cfg.simulations, cfg.prior_c)) as pool:
-        for game, s, v, _ in pool.map(_play_job, jobs, chunksize=1):
+        for game, s, v in pool.map(_play_job, jobs, chunksize=1):
             pending[game] = (s, v)
             positions += len(s)
             bar.update(1)
