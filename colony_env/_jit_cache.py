@@ -11,14 +11,26 @@ with, deletes the cache files in its `__pycache__` folders before any kernel loa
 
 Only the in-tree cache (`__pycache__` beside the sources) is managed; with `NUMBA_CACHE_DIR`
 set, clearing that folder after an upgrade is up to its owner.
+
+A cache file that exists but cannot be loaded (truncated when a disk filled up, bit-flipped,
+swapped with another kernel's file) is a second hazard: numba trusts any file whose source
+stamp matches, so every later import would fail the same way. `heal_unreadable_caches`
+wraps numba's cache loader for this project's kernels only: a file that fails to load, or
+that loads a different kernel or signature than the one asked for, is deleted with one
+warning line and the kernel is compiled afresh (and cached again).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
+
+_log = logging.getLogger("colony_env")
 
 STAMP_NAME = "numba_sources.sha256"  # in the package's __pycache__
 CACHE_SUFFIXES = (".nbi", ".nbc")  # numba's index and data files
@@ -46,7 +58,7 @@ def drop_stale_caches(package_dir: Path, dependencies: Iterable[Path] = ()) -> b
     stamp = package_dir / "__pycache__" / STAMP_NAME
     try:
         fingerprint = sources_fingerprint([package_dir, *dependencies])
-        if stamp.is_file() and stamp.read_text().strip() == fingerprint:
+        if stamp.is_file() and stamp.read_bytes().strip() == fingerprint.encode():
             return False
         dropped = False
         for cache_dir in package_dir.rglob("__pycache__"):
@@ -61,3 +73,96 @@ def drop_stale_caches(package_dir: Path, dependencies: Iterable[Path] = ()) -> b
         return dropped
     except OSError:
         return False
+
+
+# --- self-healing loads -----------------------------------------------------------------
+_HEALED_ROOTS: list[Path] = []  # packages whose kernels get self-healing cache loads
+_heal_lock = threading.Lock()
+_warned = False  # one warning line per process, however many files were bad
+
+
+def _owned(py_func: Callable[..., Any]) -> bool:
+    """Whether `py_func` is defined under one of the registered package folders."""
+    try:
+        source = Path(py_func.__code__.co_filename).resolve()
+    except (AttributeError, OSError):
+        return False
+    return any(source.is_relative_to(root) for root in _HEALED_ROOTS)
+
+
+def _drop_entry(cache: Any) -> list[str]:
+    """Delete one kernel's index file and all of its data files; return the names deleted."""
+    cache_file = cache._cache_file
+    index = Path(cache_file._index_path)
+    base = index.name[: -len(".nbi")]
+    dropped = []
+    for f in [index, *index.parent.glob(f"{base}.*.nbc")]:
+        try:
+            f.unlink()
+            dropped.append(f.name)
+        except OSError:  # already gone (another process healed it) or read-only: compile anyway
+            pass
+    return dropped
+
+
+def _matches(cache: Any, sig: Any, loaded: Any) -> bool:
+    """A loaded compile result is the kernel and signature that were asked for (not a swapped file)."""
+    fndesc = getattr(loaded, "fndesc", None)
+    if fndesc is None:  # not a CompileResult (a library cache): nothing to compare
+        return True
+    from numba.core import sigutils
+
+    args, _ret = sigutils.normalize_signature(sig)
+    py_func = cache._py_func
+    return (
+        fndesc.qualname == py_func.__qualname__
+        and fndesc.modname == py_func.__module__
+        and tuple(loaded.signature.args) == tuple(args)
+    )
+
+
+def heal_unreadable_caches(package_dir: Path) -> bool:
+    """Make numba drop and recompile this package's cache files that cannot be loaded.
+
+    Patches `numba.core.caching.Cache.load_overload` once per process (kernels of other
+    packages keep numba's behaviour). Returns False, leaving numba untouched, when its
+    cache internals are not the expected ones (a numba version this was not written for).
+    """
+    with _heal_lock:
+        root = Path(package_dir).resolve()
+        if root not in _HEALED_ROOTS:
+            _HEALED_ROOTS.append(root)
+        from numba.core import caching
+
+        original = caching.Cache.load_overload
+        if getattr(original, "_colony_heals", False):
+            return True
+        if not hasattr(caching.IndexDataCacheFile, "_load_index") or not hasattr(caching.Cache, "_load_overload"):
+            return False
+
+        def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+            global _warned
+            if not _owned(self._py_func):
+                return original(self, sig, target_context)
+            try:
+                loaded = original(self, sig, target_context)
+                if loaded is None or _matches(self, sig, loaded):
+                    return loaded
+                problem = "it holds another kernel or signature"
+            except Exception as exc:  # noqa: BLE001 - any failure to unpickle or rebuild means the file is bad
+                problem = f"{type(exc).__name__}: {str(exc)[:100]}"
+            dropped = _drop_entry(self)
+            message = (
+                f"colony_env: warning: unreadable kernel cache for {self._py_func.__qualname__} ({problem}); "
+                f"dropped {', '.join(dropped) or 'nothing'} and recompiling"
+            )
+            if _warned:
+                _log.debug(message)
+            else:
+                _warned = True
+                _log.warning(message)
+            return None  # numba compiles the kernel and saves a fresh cache entry
+
+        load_overload._colony_heals = True  # type: ignore[attr-defined]
+        caching.Cache.load_overload = load_overload
+        return True

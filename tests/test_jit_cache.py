@@ -1,11 +1,17 @@
-"""The numba cache guard (colony_env/_jit_cache.py): caches go when any kernel source changes."""
+"""The numba cache guard (colony_env/_jit_cache.py): caches go when any kernel source changes,
+and a cache file that cannot be loaded is dropped and recompiled (issue 13, item 5)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import colony_env
 from colony_env._jit_cache import STAMP_NAME, drop_stale_caches
 
 
@@ -54,3 +60,101 @@ def test_a_user_cache_dir_is_left_alone(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert not drop_stale_caches(tmp_path)
     assert len(_cache_files(tmp_path)) == 4
+
+
+def test_an_unreadable_stamp_file_does_not_break_the_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    (tmp_path / "mod.py").write_text("x = 1\n")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / STAMP_NAME).write_bytes(b"\xff\xfe garbage")  # not UTF-8
+    _fake_cache(tmp_path)
+    assert drop_stale_caches(tmp_path)
+    assert _cache_files(tmp_path) == []
+
+
+# --- self-healing loads: real numba caches in a temporary folder ----------------------------
+_HEAL_WARNING = "colony_env: warning: unreadable kernel cache"
+
+_TINY_PACKAGE = '''
+from pathlib import Path
+from numba import njit
+from colony_env._jit_cache import heal_unreadable_caches
+heal_unreadable_caches(Path(__file__).parent)
+
+@njit(cache=True)
+def double(x):
+    return 2 * x
+
+@njit(cache=True)
+def triple(x):
+    return 3 * x
+
+@njit(cache=True)
+def square(x):
+    return x * x
+
+@njit(cache=True)
+def negate(x):
+    return -x
+
+@njit(cache=True)
+def shout(x):
+    return x + 1000
+'''
+_TINY_CALLS = "import tinypkg as t; print(t.double(21), t.triple(2), t.square(5), t.negate(7), t.shout(1))"
+_TINY_RESULTS = ["42", "6", "25", "-7", "1001"]
+
+
+def _run(code: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter that imports packages from `root` first."""
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _entry(cache_dir: Path, kernel: str, suffix: str) -> Path:
+    (path,) = cache_dir.glob(f"*.{kernel}-*{suffix}")
+    return path
+
+
+def test_garbled_cache_files_are_dropped_and_recompiled(tmp_path: Path) -> None:
+    pkg = tmp_path / "tinypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(_TINY_PACKAGE)
+    first = _run(_TINY_CALLS, tmp_path)
+    assert first.returncode == 0 and first.stdout.split() == _TINY_RESULTS, first.stderr
+    cache = pkg / "__pycache__"
+    truncated = _entry(cache, "double", ".1.nbc")
+    truncated.write_bytes(truncated.read_bytes()[:100])
+    _entry(cache, "triple", ".nbi").write_bytes(os.urandom(3000))
+    flipped = _entry(cache, "square", ".1.nbc")
+    flipped.write_bytes(bytes(b ^ 0x55 for b in flipped.read_bytes()))
+    shutil.copyfile(_entry(cache, "shout", ".1.nbc"), _entry(cache, "negate", ".1.nbc"))  # another kernel's file
+
+    healed = _run(_TINY_CALLS, tmp_path)
+    assert healed.returncode == 0, healed.stderr
+    assert healed.stdout.split() == _TINY_RESULTS  # the right kernels ran, not the swapped one
+    lines = [line for line in healed.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(_HEAL_WARNING), healed.stderr  # one line however many files
+    again = _run(_TINY_CALLS, tmp_path)  # every kernel was cached afresh: they all load now
+    assert again.returncode == 0 and again.stdout.split() == _TINY_RESULTS and again.stderr.strip() == "", again.stderr
+    for kernel in ("double", "triple", "square", "negate"):
+        assert len(list(cache.glob(f"*.{kernel}-*.nbc"))) == 1
+
+
+def test_a_truncated_cache_file_of_the_package_recovers(tmp_path: Path) -> None:
+    """The reported case: truncate `_core.legal_ids-*.nbc` in a copy of colony_env, then play."""
+    source = Path(colony_env.__file__).parent
+    # copy2 keeps modification times, so numba's source stamps still match the copied caches
+    shutil.copytree(source, tmp_path / "colony_env", ignore=shutil.ignore_patterns("*.tmp*"))
+    code = "import colony_env as ce; s = ce.new_game(seed=3); print(ce.__file__, len(ce.legal_actions(s)))"
+    warm = _run(code, tmp_path)
+    assert warm.returncode == 0 and warm.stdout.startswith(str(tmp_path)), warm.stderr
+    expected = warm.stdout
+    (data,) = (tmp_path / "colony_env" / "__pycache__").glob("_core.legal_ids-*.1.nbc")
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    healed = _run(code, tmp_path)
+    assert healed.returncode == 0 and healed.stdout == expected, healed.stderr
+    assert healed.stderr.count(_HEAL_WARNING) == 1 and "legal_ids" in healed.stderr
+    again = _run(code, tmp_path)
+    assert again.returncode == 0 and again.stdout == expected and _HEAL_WARNING not in again.stderr
