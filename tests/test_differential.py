@@ -1,0 +1,97 @@
+"""The compiled engine against the plain-Python reference engine (`reference_engine.py`),
+position by position: legal set, per-action check, next state, end reason, winner.
+
+A bounded CI budget (a few seconds); `python tests/differential.py --positions 100000`
+is the slow run (docs/mutation_testing.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import colony_env as ce
+import differential as diff
+import reference_engine as ref
+from helpers import pos
+
+SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
+# Each example compares tens of positions at ~5 ms each; five examples per source keep
+# the whole file at a few seconds.
+BUDGET = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=SEEDS)
+def test_r2_setup_agrees(seed):
+    assert ref.new_game(seed).to_dict() == ce.new_game(seed).to_dict()
+
+
+@BUDGET
+@given(seed=SEEDS, skip=st.integers(min_value=0, max_value=120))
+def test_uniform_games_agree(seed, skip):
+    stats = diff.Stats()
+    diff.play_game(seed, "uniform", 15, stats, skip=skip)
+    assert stats.positions >= 1
+
+
+@BUDGET
+@given(seed=SEEDS, skip=st.integers(min_value=0, max_value=60))
+def test_biased_deep_games_agree(seed, skip):
+    """Games steered towards displacements, connection moves and finishing (R4.2, R6.3)."""
+    stats = diff.Stats()
+    diff.play_game(seed, "biased", 25, stats, skip=skip)
+    assert stats.positions >= 1
+
+
+@BUDGET
+@given(seed=SEEDS)
+def test_random_boards_agree(seed):
+    stats = diff.Stats()
+    diff.random_boards(seed, 15, stats)
+    assert stats.positions == 15
+
+
+def test_biased_driver_reaches_the_rare_actions():
+    """The biased source does what it is for: displacements and grace are reached (fixed seeds)."""
+    stats = diff.Stats()
+    diff.run(0, "biased", 150, stats, skip=40)
+    assert stats.kinds["displacement"] > 0 and stats.unlocked > 100
+
+
+R10_BOARD = """
+.
+.
+.
+.
+.  .  .  .  .  .  r1 .  .  .
+.  .  .  .  .  r2 b3 .  .  .
+.  .  r4 .  .  .  b1 .  .  .
+"""
+
+
+def test_r10_example_agrees_and_has_the_documented_displacement():
+    import numpy as np
+
+    s = pos(R10_BOARD)
+    legal = diff.check_position(s, np.random.default_rng(0), diff.Stats())
+    assert 11174 in legal and ref.is_legal(ref.from_dict(s.to_dict()), 11174)
+
+
+@pytest.mark.parametrize("broken", ["winner", "legal_actions", "apply"])
+def test_the_comparison_has_teeth(monkeypatch, broken):
+    """A wrong reference rule is caught: the harness compares what it claims to."""
+    import numpy as np
+
+    s = pos(R10_BOARD)
+    if broken == "winner":  # the only colony is 3 v 3, controlled by nobody: a draw
+        monkeypatch.setattr(ref, "winner", lambda board: "red")
+    elif broken == "legal_actions":
+        real = ref.legal_actions
+        monkeypatch.setattr(ref, "legal_actions", lambda st_: [a for a in real(st_) if a != 11174])
+    else:
+        real_apply = ref.apply
+        monkeypatch.setattr(ref, "apply", lambda st_, a: real_apply(st_, a).__class__(**{**real_apply(st_, a).__dict__, "ply": 99}))
+    with pytest.raises(diff.Mismatch):
+        diff.check_position(s, np.random.default_rng(0), diff.Stats())
