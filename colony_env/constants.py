@@ -76,6 +76,7 @@ CONNECTED_TO_END = 23
 GRACE_MOVES = 3
 PASSES_TO_END = 2
 DEFAULT_MAX_PLIES = 400
+MAX_PLIES_LIMIT = 2**31 - 1  # the ply counters are int32 (packed state below)
 
 # End reasons (R6.2), in the order they are checked; index 0 means "not over".
 END_REASONS: tuple[str, ...] = ("connected23", "grace", "passes", "ply_limit")

@@ -36,6 +36,7 @@ from .constants import (
     I_TO_MOVE,
     I_UNLOCKED,
     MAX_COMPONENT,
+    MAX_PLIES_LIMIT,
     MAX_VALUE,
     N_ACTIONS,
     N_CELLS,
@@ -50,6 +51,7 @@ from .constants import (
     STATE_LEN,
     Colour,
 )
+from .notation import board_text, explain_illegal  # notation needs no engine import: one direction only
 
 
 class IllegalActionError(ValueError):
@@ -193,8 +195,6 @@ class GameState:
         return f"<GameState ply={self.ply} {status}>"
 
     def __str__(self) -> str:
-        from .notation import board_text
-
         return board_text(self)
 
     def __getstate__(self) -> np.ndarray:
@@ -212,6 +212,17 @@ def _wrap(packed: np.ndarray) -> GameState:
 
 
 # --- R2 setup ---------------------------------------------------------------------
+def check_max_plies(max_plies: Any, minimum: int = 1) -> int:
+    """`max_plies` as an int, or a one-line `ValueError` saying what is allowed.
+
+    The ply counters live in the int32 state, so the limit is at most `MAX_PLIES_LIMIT`;
+    every constructor that takes a ply limit (engine, envs, CLIs) checks it here.
+    """
+    if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or not minimum <= max_plies <= MAX_PLIES_LIMIT:
+        raise ValueError(f"max_plies must be an int in {minimum}..{MAX_PLIES_LIMIT}, got {max_plies!r:.40}")
+    return int(max_plies)
+
+
 def _setup_cells(start: tuple[tuple[int, int], ...], values: np.ndarray, sign: int, board: np.ndarray) -> None:
     for (r, c), v in zip(start, values):
         if v in SHIFTED_VALUES:  # R2.4: one cell inward, away from the edge
@@ -225,8 +236,7 @@ def new_game(seed: int | np.random.Generator | None = None, max_plies: int = DEF
 
     The generator draws red's permutation, then blue's. Red is to move (R2.1).
     """
-    if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
-        raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
+    max_plies = check_max_plies(max_plies)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     values = np.array(SATELLITE_VALUES)
     a = np.zeros(STATE_LEN, STATE_DTYPE)
@@ -250,8 +260,9 @@ def legal_action_mask(state: GameState) -> np.ndarray:
 
 
 def is_legal(state: GameState, action: int) -> bool:
-    """Whether `action` is legal, without building the whole legal set."""
-    return _core.action_code(state._a, _as_action(action)) == _core.OK
+    """Whether `action` is legal, without building the whole legal set (False outside 0..16000)."""
+    a = _as_action(action)
+    return 0 <= a < N_ACTIONS and _core.action_code(state._a, a) == _core.OK
 
 
 def _as_action(action: Any) -> int:
@@ -272,8 +283,6 @@ def apply_action(state: GameState, action: int) -> GameState:
     new = np.empty(STATE_LEN, STATE_DTYPE)
     code = _core.apply_into(state._a, a, new)
     if code:
-        from .notation import explain_illegal
-
         raise IllegalActionError(explain_illegal(state, a, code))
     return _wrap(new)
 
@@ -338,14 +347,22 @@ _PIECE_CODES = {f"{p}{v}": s * v for p, s in (("r", 1), ("b", -1)) for v in rang
 _COLOURS = {str(c): c for c in Colour}
 
 
-def _int_field(d: dict[str, Any], key: str, low: int, high: int | None) -> int:
+def _int_field(d: dict[str, Any], key: str, low: int, high: int) -> int:
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ValueError(f"field {key!r} must be an int, got {v!r}")
-    if v < low or (high is not None and v > high):
-        allowed = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"field {key!r} must be in {allowed}, got {v}")
+        raise ValueError(f"field {key!r} must be an int, got {v!r:.40}")
+    if not low <= v <= high:  # also keeps every value inside the int32 state
+        raise ValueError(f"field {key!r} must be in {low}..{high}, got {v!r:.40}")
     return int(v)
+
+
+def _colour_field(d: dict[str, Any], key: str, allowed: str) -> Colour | None:
+    v = d[key]
+    if v is None and "null" in allowed:
+        return None
+    if not isinstance(v, str) or v not in _COLOURS:  # isinstance first: a list is unhashable
+        raise ValueError(f"field {key!r} must be {allowed}, got {v!r:.40}")
+    return _COLOURS[v]
 
 
 def _state_from_dict(d: dict[str, Any]) -> GameState:
@@ -387,38 +404,40 @@ def _state_from_dict(d: dict[str, Any]) -> GameState:
     if count and int(size[:count].max()) > MAX_COMPONENT:  # R5.3
         raise ValueError(f"field 'board': a component has {int(size[:count].max())} satellites, at most {MAX_COMPONENT} allowed (R5.3)")
 
-    if d["to_move"] not in _COLOURS:
-        raise ValueError(f"field 'to_move' must be 'red' or 'blue', got {d['to_move']!r}")
-    to_move = _COLOURS[d["to_move"]]
+    to_move = _colour_field(d, "to_move", "'red' or 'blue'")
     a[I_TO_MOVE] = int(to_move)
     if not isinstance(d["unlocked"], bool):
         raise ValueError(f"field 'unlocked' must be true or false, got {d['unlocked']!r}")
     if not d["unlocked"] and _core._any_edge_empty(board):
         raise ValueError("field 'unlocked' is false but an edge is empty; the flag is set as soon as one is (R3.5)")
     a[I_UNLOCKED] = int(d["unlocked"])
-    fin = d["finished"]
-    if fin is not None and fin not in _COLOURS:
-        raise ValueError(f"field 'finished' must be null, 'red' or 'blue', got {fin!r}")
+    fin = _colour_field(d, "finished", "null, 'red' or 'blue'")
     grace = _int_field(d, "grace_left", 0, GRACE_MOVES)
     if fin is None:
         a[I_FINISHED] = NOBODY
         if grace != 0:
             raise ValueError(f"field 'grace_left' must be 0 while nobody is finished, got {grace}")
     else:
-        colour = _COLOURS[fin]
+        colour = fin
         tally = _core.tally(board)
         on_board, linked = tally[2 * colour], tally[2 * colour + 1]
         if on_board != N_SATELLITES or linked != N_SATELLITES:
-            raise ValueError(f"field 'finished' is {fin!r} but {fin} has {linked} of {on_board} satellites connected; finished needs all {N_SATELLITES} (R6.3)")
+            raise ValueError(f"field 'finished' is '{fin}' but {fin} has {linked} of {on_board} satellites connected; finished needs all {N_SATELLITES} (R6.3)")
         if to_move == colour:
-            raise ValueError(f"field 'to_move' is {fin!r}, but a finished player never moves (R6.3)")
+            raise ValueError(f"field 'to_move' is '{fin}', but a finished player never moves (R6.3)")
         a[I_FINISHED] = int(colour)
     a[I_GRACE] = grace
-    a[I_MAX_PLIES] = _int_field(d, "max_plies", 1, None)
+    a[I_MAX_PLIES] = _int_field(d, "max_plies", 1, MAX_PLIES_LIMIT)
     a[I_PLY] = _int_field(d, "ply", 0, int(a[I_MAX_PLIES]))
     a[I_PASSES] = _int_field(d, "passes", 0, PASSES_TO_END)
     t = _core.tally(board)
     a[I_REASON] = _core.end_reason(a, t[1] + t[3])  # R9.2
+    if fin is None and not a[I_REASON]:
+        # R6.3: in a game that goes on, a colour with all 12 connected is finished. Such a
+        # state is unreachable, and play from it would disagree with its own round trip.
+        for colour in Colour:
+            if t[2 * colour] == N_SATELLITES and t[2 * colour + 1] == N_SATELLITES:
+                raise ValueError(f"field 'finished' is null but {colour} has all {N_SATELLITES} satellites connected, so {colour} is finished (R6.3)")
     return _wrap(a)
 
 
@@ -428,6 +447,7 @@ __all__ = [
     "IllegalActionError",
     "PASS_ACTION",
     "apply_action",
+    "check_max_plies",
     "colonies",
     "connected_counts",
     "connected_mask",

@@ -33,7 +33,7 @@ from numba import njit
 
 from . import _core
 from .constants import DEFAULT_MAX_PLIES, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN
-from .engine import GameState, IllegalActionError, new_game
+from .engine import GameState, IllegalActionError, check_max_plies, new_game
 from .observation import OBS_SHAPE, encode_into
 from .symmetry import TRANSPOSE_ACTIONS
 
@@ -158,10 +158,8 @@ class ColonyVectorEnv:
     def __init__(self, num_envs: int, seed: int | None = 0, max_plies: int = DEFAULT_MAX_PLIES) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
-            raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
         self.num_envs = int(num_envs)
-        self.max_plies = int(max_plies)
+        self.max_plies = check_max_plies(max_plies)
         self.observation_shape: tuple[int, int, int] = OBS_SHAPE
         self.num_actions: int = N_ACTIONS
         self._states = np.zeros((self.num_envs, STATE_LEN), np.int32)
