@@ -6,7 +6,7 @@ A PettingZoo classic environment for Colony, a two-player board game of satellit
 that connect into colonies. The rules are in RULES.md (numbers like R4.2 below refer to
 it); this module only adapts the rules engine (`colony_env.engine`) to the AEC API.
 
-| Creation           | `colony_env.env()` (wrapped) / `colony_env.raw_env()`  |
+| Creation           | `pettingzoo.make("aec", "colony_env/colony-v0")` or `colony_env.colony_v0.env()` (wrapped) / `raw_env()` |
 |--------------------|--------------------------------------------------------|
 | Version            | `colony_v0`                                            |
 | Actions            | Discrete                                               |
@@ -33,11 +33,19 @@ follows the engine: `agent_selection` is always the agent whose colour is to mov
 ### Arguments
 
 ```python
-import colony_env
-env = colony_env.env(max_plies=400, render_mode=None)
+import colony_env, pettingzoo
+env = colony_env.env(max_plies=400, render_mode=None, canonical=False)
+env = pettingzoo.make("aec", "colony_env/colony-v0")     # the same, from PettingZoo's registry
 ```
 
 `max_plies`: the ply limit (R6.2); reaching it ends the game as a truncation.
+
+`canonical`: False (default): both agents observe and act in the board frame.
+True: each agent observes and acts in its own *canonical* frame, as chess_v6 mirrors
+`player_1`: `player_1`'s planes, action mask and actions are transposed (`symmetry.py`),
+so both agents see their start edges North and South and one shared policy plays both
+seats. `env.unwrapped.board_action(agent, action)` gives the board-frame id of an
+agent's action, `env.unwrapped.env_action(agent, board_action)` the reverse.
 
 `render_mode`: `"ansi"` (text), `"rgb_array"` (uint8 H x W x 3 picture) or `"human"`
 (a matplotlib window), or None.
@@ -49,11 +57,13 @@ an `'action_mask'` element, the legal actions.
 
 The main observation is `float32[10, 10, 26]`: 26 planes over the board, **channels
 last** as in the other classic environments, in the **board frame** (row 0 North,
-column 0 West; the same frame as the action ids) and from the **observing agent's
-point of view** ("own" / "opponent"). For a network that plays both colours from one
-point of view, `colony_env.symmetry` maps planes, masks and action ids to the
-*canonical* view (blue's board transposed so that its edges lie North and South);
-the Gymnasium wrapper and the vector env use that view directly.
+column 0 West; the same frame as the action ids; with `canonical=True`, `player_1`'s
+planes are transposed) and from the **observing agent's point of view** ("own" /
+"opponent"). `colony_env.symmetry` maps planes, masks and action ids between the
+frames; the Gymnasium envs use the canonical view by default.
+
+The arrays that `observe()` and `last()` return belong to the caller: changing them
+does not change the env (they are copies of the env's cached encoding).
 
 | plane | content                                                                     |
 |-------|-----------------------------------------------------------------------------|
@@ -81,11 +91,22 @@ the Gymnasium wrapper and the vector env use that view directly.
 #### Legal Actions Mask
 
 `action_mask` is `int8[16001]`: exactly the engine's legal actions (R4, R8.4) for the
-agent to move, and all zeros for the other agent and once the game is over.
+agent to move (in that agent's frame), and all zeros for the other agent and once the
+game is over.
+
+### Global state
+
+`env.state()` (PettingZoo's global state, e.g. for a centralised critic) is
+`float32[10, 10, 26]` in `env.state_space`: the planes of the whole position in the
+**board frame** from `player_0`'s (red's) side, "own" = red, "opponent" = blue. The
+game has no hidden information, so this is the complete position; it is the same in
+both views and a fresh array on every call. The engine's immutable `GameState` is
+`env.unwrapped.game_state`.
 
 ### Action Space
 
-`Discrete(16001)`, absolute board frame, the same for both agents (R8):
+`Discrete(16001)`, in the board frame for both agents (R8; with `canonical=True`,
+`player_1`'s ids are the transposed ones):
 
 | ids            | action                                                            |
 |----------------|-------------------------------------------------------------------|
@@ -111,16 +132,20 @@ player has used its grace moves or passes (`grace`), after two passes in a row
 (`passes`) — all reported as `terminations` — or at the ply limit (`ply_limit`),
 reported as `truncations`, with the rewards still paid. At the end, every agent's
 `infos` holds `end_reason`, `winner` (`"player_0"`, `"player_1"` or None for a draw)
-and `colonies` (controlled colonies per agent). `env.unwrapped.state` is the engine's
-immutable `GameState`.
+and `colonies` (controlled colonies per agent).
 
 ### Version History
 
-* v0: Initial release.
+* v0: Initial release. Game, spaces and rewards unchanged since; API fixes within v0:
+  `state()` is PettingZoo's global state (the engine's `GameState`, formerly the `state`
+  attribute, is `game_state`), `observe()` returns arrays the caller owns, the
+  `canonical` option, the versioned module `colony_env.colony_v0` and the registry id
+  `colony_env/colony-v0`.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import gymnasium
@@ -134,6 +159,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, N_ACTIONS, Colour
 from .engine import GameState, IllegalActionError, apply_action, controlled_counts, legal_actions, new_game
 from .observation import OBS_CHANNELS, encode_into
+from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
 
 ENV_NAME = "colony_v0"
 # The env's agents and the game's colours are different things (STYLE.md): this is the only map.
@@ -165,15 +191,20 @@ class raw_env(AECEnv, EzPickle):
         "render_fps": 2,
     }
 
-    def __init__(self, max_plies: int = DEFAULT_MAX_PLIES, render_mode: str | None = None) -> None:
-        EzPickle.__init__(self, max_plies=max_plies, render_mode=render_mode)
+    def __init__(self, max_plies: int = DEFAULT_MAX_PLIES, render_mode: str | None = None, canonical: bool = False) -> None:
+        EzPickle.__init__(self, max_plies=max_plies, render_mode=render_mode, canonical=canonical)
         super().__init__()
         if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
             raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if not isinstance(canonical, (bool, np.bool_)):
+            raise ValueError(f"canonical must be True or False, got {canonical!r}")
         self.max_plies = int(max_plies)
         self.render_mode = render_mode
+        self.canonical = bool(canonical)
+        # Per agent: whether its observations and actions are transposed (blue's canonical view).
+        self._transposed = {a: self.canonical and CANONICAL_SYMMETRY[c] == TRANSPOSE for a, c in AGENT_COLOUR.items()}
         self.possible_agents = list(AGENTS)
         self.agents = self.possible_agents[:]
         self.action_spaces = {a: spaces.Discrete(N_ACTIONS) for a in self.possible_agents}
@@ -186,9 +217,10 @@ class raw_env(AECEnv, EzPickle):
             )
             for a in self.possible_agents
         }
+        self.state_space = spaces.Box(low=0.0, high=1.0, shape=OBS_SHAPE_HWC, dtype=np.float32)
         self._rng: np.random.Generator | None = None
         self._state: GameState = new_game(0, self.max_plies)  # replaced by reset()
-        self._obs_cache: dict[str, dict[str, np.ndarray]] = {}
+        self._obs_cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._viewer = None
 
     # --- spaces and state -------------------------------------------------------------
@@ -198,10 +230,29 @@ class raw_env(AECEnv, EzPickle):
     def action_space(self, agent: str) -> spaces.Space:
         return self.action_spaces[agent]
 
+    def state(self) -> np.ndarray:
+        """PettingZoo's global state: `float32[10, 10, 26]` planes of the whole position in the
+        board frame from red's (`player_0`'s) side; a fresh array (the game has no hidden
+        information, so this is the complete position)."""
+        planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
+        encode_into(self._state._a, int(Colour.RED), False, planes)
+        return np.ascontiguousarray(planes.transpose(1, 2, 0))
+
     @property
-    def state(self) -> GameState:  # type: ignore[override]  # the engine's state, not a global-state array
-        """The engine's immutable `GameState` of the game in progress."""
+    def game_state(self) -> GameState:
+        """The engine's immutable `GameState` of the game in progress (always the board frame)."""
         return self._state
+
+    def board_action(self, agent: str, action: int) -> int:
+        """`agent`'s action id (its frame: transposed for `player_1` with `canonical=True`) ->
+        the board-frame id the engine applies. Ids outside the action space pass unchanged."""
+        if self._transposed[agent] and isinstance(action, (int, np.integer)) and 0 <= action < N_ACTIONS:
+            return int(TRANSPOSE_ACTIONS[action])
+        return action
+
+    def env_action(self, agent: str, board_action: int) -> int:
+        """A board-frame id -> `agent`'s action id (the inverse of `board_action`)."""
+        return self.board_action(agent, board_action)  # the transpose is its own inverse
 
     # --- AEC API --------------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -220,24 +271,27 @@ class raw_env(AECEnv, EzPickle):
         self._start(state)
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """`agent`'s observation: planes and mask in its frame, arrays the caller owns."""
         cached = self._obs_cache.get(agent)
-        if cached is not None:  # last() and the wrappers observe the same position repeatedly
-            return cached
-        colour = AGENT_COLOUR[agent]
-        planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
-        encode_into(self._state._a, int(colour), False, planes)
-        mask = np.zeros(N_ACTIONS, np.int8)
-        if not self._state.is_over and self._state.to_move == colour:
-            mask[legal_actions(self._state)] = 1
-        obs = {"observation": planes.transpose(1, 2, 0), "action_mask": mask}
-        self._obs_cache[agent] = obs
-        return obs
+        if cached is None:  # last() and the wrappers observe the same position repeatedly
+            colour = AGENT_COLOUR[agent]
+            planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
+            encode_into(self._state._a, int(colour), self._transposed[agent], planes)
+            mask = np.zeros(N_ACTIONS, np.int8)
+            if not self._state.is_over and self._state.to_move == colour:
+                ids = legal_actions(self._state)
+                mask[TRANSPOSE_ACTIONS[ids] if self._transposed[agent] else ids] = 1
+            cached = (np.ascontiguousarray(planes.transpose(1, 2, 0)), mask)
+            self._obs_cache[agent] = cached
+        # Copies: a caller that edits what it was given must not change the env's view.
+        return {"observation": cached[0].copy(), "action_mask": cached[1].copy()}
 
     def step(self, action: int) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
-        new = apply_action(self._state, action)  # IllegalActionError: nothing changed yet
+        # IllegalActionError (also for a non-integer action): nothing changed yet.
+        new = apply_action(self._state, self.board_action(agent, _as_index(action)))
         self._state = new
         self._obs_cache = {}
         self._cumulative_rewards[agent] = 0
@@ -310,6 +364,14 @@ class raw_env(AECEnv, EzPickle):
             }
 
 
+def _as_index(action: Any) -> Any:
+    """An integer-like action as a Python int; anything else unchanged, for the engine to refuse."""
+    try:
+        return operator.index(action)
+    except TypeError:
+        return action
+
+
 class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
     """PettingZoo's illegal-move handling (offender gets `illegal_reward`, every agent is
     done) with a warning that says which action was illegal and why, and `infos` saying
@@ -326,7 +388,7 @@ class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
             return
         base = self.env.unwrapped
         try:
-            apply_action(base.state, action)  # only for its message; the state is immutable
+            apply_action(base.game_state, base.board_action(agent, action))  # for its message only: the state is immutable
             why = f"action {action}, which is not in the action mask"  # pragma: no cover - mask and engine agree
         except IllegalActionError as exc:
             why = str(exc)

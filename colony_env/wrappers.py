@@ -6,6 +6,8 @@
     >>> obs, info = env.reset(seed=0)                          # float32[26, 10, 10]
     >>> mask = env.action_masks()                              # bool[16001], what MaskablePPO reads
     >>> obs, reward, terminated, truncated, info = env.step(int(mask.nonzero()[0][0]))
+    >>> import gymnasium, colony_env                           # the same through the registry
+    >>> env = gymnasium.make("colony_env/ColonySingleAgent-v0", opponent="greedy")
 
 The observation is the learner's **canonical view** (`symmetry.py`: red sees the board,
 blue its transpose, so the learner's edges always lie North and South), as the
@@ -19,12 +21,22 @@ After the learner's action the opponent moves until the learner is to move again
 game is over; either side may move several times in a row (grace moves, R6.3). The
 reward is +1/-1/0 from the learner's point of view at the end (R7.4), 0 before;
 `terminated` at a game end, `truncated` at the ply limit (R6.2, rewards still paid).
-The opponent is any `colony_env.agents.Agent` (or a callable `(state, rng) -> board
-action id`); the default is `RandomAgent`.
+`info["action_mask"]` is `action_masks()` too (as Gymnasium's Taxi puts its mask in
+`info`), so vectorised envs batch it.
+
+The opponent is a spec string (`"random"`, the default; `"greedy"`; `"mcts:N"` or
+`"mcts:N:C"`, as in `colony-eval`), any `colony_env.agents.Agent`, or a callable
+`(state, rng) -> board action id`. A trained policy is an agent object too:
+`training.agent_specs.make_agent("checkpoint:PATH")` (`colony_env` never imports torch).
+
+`colony_env.gym_vector.ColonyGymVectorEnv` is the same task batched as a
+`gymnasium.vector.VectorEnv`.
 """
 
 from __future__ import annotations
 
+import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +47,7 @@ from gymnasium import spaces
 from .constants import DEFAULT_MAX_PLIES, N_ACTIONS, Colour
 from .engine import GameState, IllegalActionError, apply_action, legal_action_mask, new_game
 from .observation import OBS_SHAPE, encode_into
+from .registration import GYMNASIUM_ID
 from .symmetry import ACTION_MAP, CANONICAL_SYMMETRY, TRANSPOSE
 
 OpponentPolicy = Callable[[GameState, np.random.Generator], int]
@@ -43,22 +56,68 @@ ILLEGAL_ACTION_MODES = ("raise", "lose")
 ILLEGAL_ACTION_REWARD = -1.0
 
 
-def _as_policy(opponent: Any) -> tuple[OpponentPolicy, str]:
-    if opponent is None:
-        from .agents import RandomAgent
+OPPONENT_SPECS_HELP = "'random', 'greedy', 'mcts:N' or 'mcts:N:C' (N simulations per move, uct_c C)"
+_MCTS_SPEC = re.compile(r"mcts:(\d+)(?::([0-9.eE+-]+))?")
 
-        opponent = RandomAgent()
+
+def make_opponent(spec: Any) -> Any:
+    """An opponent from a spec string (see the module docstring), None (random), or an agent
+    or callable, returned as it is. A bad spec is a `ValueError` naming what is allowed."""
+    from .agents import GreedyAgent, MCTSAgent, RandomAgent
+
+    if spec is None:
+        return RandomAgent()
+    if not isinstance(spec, str):
+        return spec
+    text = spec.strip().lower()
+    if text == "random":
+        return RandomAgent()
+    if text == "greedy":
+        return GreedyAgent()
+    match = _MCTS_SPEC.fullmatch(text)
+    if match and int(match[1]) >= 1:
+        kwargs: dict[str, Any] = {"max_simulations": int(match[1]), "name": text}
+        if match[2] is not None:
+            try:
+                kwargs["uct_c"] = float(match[2])
+            except ValueError:
+                kwargs["uct_c"] = -1.0  # refused just below with the spec in the message
+            if not kwargs["uct_c"] >= 0.0:
+                raise ValueError(f"opponent spec {spec!r}: the exploration constant must be a number >= 0")
+        return MCTSAgent(**kwargs)
+    if text.startswith("checkpoint:"):
+        raise ValueError(
+            f"opponent spec {spec!r}: a checkpoint needs torch, which colony_env does not import; "
+            "pass the agent instead: opponent=training.agent_specs.make_agent(SPEC)"
+        )
+    raise ValueError(f"unknown opponent spec {spec!r}; allowed: {OPPONENT_SPECS_HELP}, an Agent or a callable")
+
+
+def _as_policy(opponent: Any) -> tuple[OpponentPolicy, str]:
+    opponent = make_opponent(opponent)
     act = getattr(opponent, "act", opponent)
     if not callable(act):
-        raise TypeError(f"opponent must be an Agent (with act(state, rng)) or a callable (state, rng) -> action, got {type(opponent).__name__}")
+        raise TypeError(f"opponent must be a spec ({OPPONENT_SPECS_HELP}), an Agent (with act(state, rng)) or a callable (state, rng) -> action, got {type(opponent).__name__}")
     return act, getattr(opponent, "name", getattr(act, "__name__", type(opponent).__name__))
+
+
+def as_action_id(action: Any) -> int:
+    """An integer action (Python or NumPy integer, 0-d integer array) as an int; anything else
+    (floats, strings, None, bools) is an `IllegalActionError` saying what is allowed."""
+    if not isinstance(action, (bool, np.bool_)):
+        try:
+            return operator.index(action)
+        except TypeError:
+            pass
+    raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1}, got {action!r}")
 
 
 class ColonySingleAgentEnv(gymnasium.Env):
     """One learner against an opponent policy; Gymnasium API, canonical frame, `action_masks()`.
 
     Args:
-        opponent: an `Agent` or a callable `(state, rng) -> board-frame action`; None: random.
+        opponent: a spec (`"random"`, `"greedy"`, `"mcts:N"`), an `Agent` or a callable
+            `(state, rng) -> board-frame action`; None: random.
         learner_colour: "red", "blue" or "random" (drawn per episode from the env's generator).
         max_plies: the ply limit (R6.2); at least 2, so that the learner always gets a move.
         render_mode: "ansi", "rgb_array", "human" or None.
@@ -101,13 +160,14 @@ class ColonySingleAgentEnv(gymnasium.Env):
         self.action_space = spaces.Discrete(N_ACTIONS)
         self.learner: Colour = Colour.RED
         self._state: GameState | None = None
+        self._mask: np.ndarray | None = None  # the learner's mask of the current position, built once
         self._episode_over = False  # the game is over, or the learner lost on an illegal action
         self._viewer = None
 
     # --- frames ----------------------------------------------------------------------------
     @property
-    def state(self) -> GameState:
-        """The engine's `GameState` of the episode in progress."""
+    def game_state(self) -> GameState:
+        """The engine's `GameState` of the episode in progress (board frame)."""
         if self._state is None:
             raise RuntimeError("call reset() before reading the state")
         return self._state
@@ -117,17 +177,20 @@ class ColonySingleAgentEnv(gymnasium.Env):
 
     def _observation(self) -> np.ndarray:
         out = np.empty(OBS_SHAPE, np.float32)
-        encode_into(self.state._a, int(self.learner), self._sym() == TRANSPOSE, out)
+        encode_into(self.game_state._a, int(self.learner), self._sym() == TRANSPOSE, out)
         return out
 
     def action_masks(self) -> np.ndarray:
         """bool[16001]: the learner's legal actions in the frame of its actions (what
-        sb3-contrib's MaskablePPO reads); all False once the episode is over."""
-        state = self.state
-        if self._episode_over or state.to_move != self.learner:
-            return np.zeros(N_ACTIONS, np.bool_)
-        mask = legal_action_mask(state)
-        return mask[ACTION_MAP[TRANSPOSE]] if self._sym() == TRANSPOSE else mask
+        sb3-contrib's MaskablePPO reads); all False once the episode is over. A fresh array."""
+        if self._mask is None:
+            state = self.game_state
+            if self._episode_over or state.to_move != self.learner:
+                self._mask = np.zeros(N_ACTIONS, np.bool_)
+            else:
+                mask = legal_action_mask(state)
+                self._mask = mask[ACTION_MAP[TRANSPOSE]] if self._sym() == TRANSPOSE else mask
+        return self._mask.copy()
 
     def to_board_action(self, action: int) -> int:
         """A learner action id (its frame) -> the board-frame id the engine applies."""
@@ -139,6 +202,7 @@ class ColonySingleAgentEnv(gymnasium.Env):
         mode = self.learner_colour_mode
         self.learner = Colour(int(self.np_random.integers(2))) if mode == "random" else Colour[mode.upper()]
         self._state = new_game(self.np_random, self.max_plies)
+        self._mask = None
         self._episode_over = False
         self._opponent_moves()  # red opens when the learner is blue
         if self.render_mode == "human":
@@ -146,25 +210,29 @@ class ColonySingleAgentEnv(gymnasium.Env):
         return self._observation(), self._info()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        state = self.state
+        state = self.game_state
         if self._episode_over:
             raise RuntimeError("the episode is over; call reset()")
         try:
-            if not 0 <= int(action) < N_ACTIONS:
-                raise IllegalActionError(f"action {action} is outside the action space 0..{N_ACTIONS - 1} (R8)")
-            self._state = apply_action(state, self.to_board_action(action))
+            # A non-integer is judged like any illegal action (it is not in the action space).
+            action_id = as_action_id(action)
+            if not 0 <= action_id < N_ACTIONS:
+                raise IllegalActionError(f"action {action_id} is outside the action space 0..{N_ACTIONS - 1} (R8)")
+            self._state = apply_action(state, self.to_board_action(action_id))
         except IllegalActionError as exc:
             if self.illegal_action == "raise":
-                raise IllegalActionError(f"learner action {action} (learner's frame): {exc}") from None
-            gymnasium.logger.warn(f"learner action {action} (learner's frame): {exc}; the episode ends with reward {ILLEGAL_ACTION_REWARD:+g}")
+                raise IllegalActionError(f"learner action {action!r} (learner's frame): {exc}") from None
+            gymnasium.logger.warn(f"learner action {action!r} (learner's frame): {exc}; the episode ends with reward {ILLEGAL_ACTION_REWARD:+g}")
+            self._episode_over = True
+            self._mask = None
             info = self._info()
             info.update(end_reason="illegal_action", error=str(exc))
-            self._episode_over = True
             return self._observation(), ILLEGAL_ACTION_REWARD, True, False, info
+        self._mask = None
         self._opponent_moves()
         if self.render_mode == "human":
             self.render()
-        s = self.state
+        s = self.game_state
         self._episode_over = s.is_over
         reward = s.rewards()[int(self.learner)]
         return self._observation(), float(reward), s.is_over and not s.is_truncated, s.is_truncated, self._info()
@@ -176,12 +244,12 @@ class ColonySingleAgentEnv(gymnasium.Env):
         from . import render
 
         if self.render_mode == "ansi":
-            return render.render_ansi(self.state)
+            return render.render_ansi(self.game_state)
         if self.render_mode == "rgb_array":
-            return render.render_rgb(self.state)
+            return render.render_rgb(self.game_state)
         if self._viewer is None:
             self._viewer = render.HumanViewer(title="colony", fps=self.metadata["render_fps"])
-        self._viewer.show(self.state)
+        self._viewer.show(self.game_state)
         return None
 
     def close(self) -> None:
@@ -192,7 +260,7 @@ class ColonySingleAgentEnv(gymnasium.Env):
     # --- internals -------------------------------------------------------------------------
     def _opponent_moves(self) -> None:
         """The opponent acts until the learner is to move or the game is over (R6.3/R6.4)."""
-        s = self.state
+        s = self.game_state
         while not s.is_over and s.to_move != self.learner:
             action = self._opponent(s, self.np_random)
             try:
@@ -202,16 +270,12 @@ class ColonySingleAgentEnv(gymnasium.Env):
         self._state = s
 
     def _info(self) -> dict[str, Any]:
-        s = self.state
-        info: dict[str, Any] = {"learner_colour": str(self.learner), "ply": s.ply}
+        s = self.game_state
+        info: dict[str, Any] = {"learner_colour": str(self.learner), "ply": s.ply, "action_mask": self.action_masks()}
         if s.is_over:
             info["end_reason"] = s.end_reason
             info["winner"] = None if s.winner is None else str(s.winner)
         return info
 
 
-GYMNASIUM_ID = "colony_env/ColonySingleAgent-v0"
-if GYMNASIUM_ID not in gymnasium.registry:
-    gymnasium.register(id=GYMNASIUM_ID, entry_point="colony_env.wrappers:ColonySingleAgentEnv")
-
-__all__ = ["GYMNASIUM_ID", "ColonySingleAgentEnv"]
+__all__ = ["GYMNASIUM_ID", "OPPONENT_SPECS_HELP", "ColonySingleAgentEnv", "as_action_id", "make_opponent"]

@@ -335,7 +335,7 @@ def test_pettingzoo_adapter_plays_a_whole_aec_game():
         action = players[name](e, name)
         assert (action is None) == (termination or truncation)
         e.step(action)
-    final = e.unwrapped.state
+    final = e.unwrapped.game_state
     assert final.is_over
     assert (totals["player_0"], totals["player_1"]) == final.rewards()
     with pytest.raises(ValueError, match="not to move"):

@@ -78,7 +78,7 @@ def test_mask_and_planes_follow_the_engine_for_both_agents() -> None:
     e.reset(seed=3)
     rng = np.random.default_rng(0)
     for _ in range(150):
-        state = e.unwrapped.state
+        state = e.unwrapped.game_state
         if state.is_over:
             break
         for agent in AGENTS:
@@ -98,7 +98,7 @@ def test_player_0_is_red_and_moves_first() -> None:
     e = env()
     e.reset(seed=0)
     assert e.agent_selection == "player_0"
-    assert e.unwrapped.state.to_move == ce.RED  # R2.1
+    assert e.unwrapped.game_state.to_move == ce.RED  # R2.1
 
 
 # --- seeding -----------------------------------------------------------------------------------
@@ -106,15 +106,15 @@ def test_seed_fixes_the_setup_and_the_game() -> None:
     a, b = raw_env(), raw_env()
     a.reset(seed=42)
     b.reset(seed=42)
-    assert a.state == ce.new_game(42)  # R2.4: the same seeded setup as the engine's
-    assert b.state == a.state
+    assert a.game_state == ce.new_game(42)  # R2.4: the same seeded setup as the engine's
+    assert b.game_state == a.game_state
     rng_a, rng_b = np.random.default_rng(1), np.random.default_rng(1)
     for _ in range(60):
         a.step(_random_action(a.observe(a.agent_selection), rng_a))
         b.step(_random_action(b.observe(b.agent_selection), rng_b))
-    assert a.state == b.state
+    assert a.game_state == b.game_state
     a.reset(seed=7)
-    assert a.state == ce.new_game(7) and a.state != ce.new_game(42)
+    assert a.game_state == ce.new_game(7) and a.game_state != ce.new_game(42)
 
 
 def test_unseeded_resets_continue_the_seeded_generator() -> None:
@@ -123,14 +123,14 @@ def test_unseeded_resets_continue_the_seeded_generator() -> None:
     b.reset(seed=5)
     a.reset()
     b.reset()
-    assert a.state == b.state
-    assert a.state != ce.new_game(5)
+    assert a.game_state == b.game_state
+    assert a.game_state != ce.new_game(5)
 
 
 # --- rewards, terminations, truncations, infos ---------------------------------------------
 def _check_end(e, expected_reason: str) -> None:
     """Bookkeeping at a game end: +1/-1/0 (R7.4), termination vs truncation (R6.2), infos."""
-    state = e.unwrapped.state
+    state = e.unwrapped.game_state
     assert state.is_over and state.end_reason == expected_reason
     red, blue = state.rewards()
     truncated = expected_reason == "ply_limit"
@@ -177,21 +177,21 @@ def _find_game(reason: str, max_seed: int = 60, need_repeat: bool = False):
         e.reset(seed=seed)
         movers = _rewards_stay_zero_until_the_end(e, np.random.default_rng(seed))
         repeated = len(movers) >= 2 and movers[-1] == movers[-2]
-        if e.unwrapped.state.end_reason == reason and (repeated or not need_repeat):
+        if e.unwrapped.game_state.end_reason == reason and (repeated or not need_repeat):
             return e, movers
     raise AssertionError(f"no random game in {max_seed} seeds ended with {reason}")
 
 
 def test_connected23_end() -> None:
     e, _ = _find_game("connected23")
-    assert sum(ce.connected_counts(e.unwrapped.state)) >= 23  # R6.2.1
+    assert sum(ce.connected_counts(e.unwrapped.game_state)) >= 23  # R6.2.1
     _check_end(e, "connected23")
 
 
 def test_grace_end_with_one_agent_moving_several_times_in_a_row() -> None:
     """R6.3: once a colour is finished, the other agent moves alone (up to 3 grace moves)."""
     e, movers = _find_game("grace", need_repeat=True)
-    state = e.unwrapped.state
+    state = e.unwrapped.game_state
     grace_agent = AGENTS[int(state.finished.opponent)]
     run = 0
     for agent in reversed(movers):  # the game ended during the grace player's run of moves
@@ -226,13 +226,13 @@ def test_game_already_over_when_set() -> None:
 def test_raw_env_raises_and_leaves_the_game_untouched() -> None:
     e = raw_env()
     e.reset(seed=1)
-    before, agent = e.state, e.agent_selection
+    before, agent = e.game_state, e.agent_selection
     illegal = int(np.flatnonzero(e.observe(agent)["action_mask"] == 0)[0])
     with pytest.raises(ce.IllegalActionError, match=f"illegal action {illegal}"):
         e.step(illegal)
     with pytest.raises(ce.IllegalActionError, match="outside the action space"):
         e.step(16001)
-    assert e.state == before and e.agent_selection == agent
+    assert e.game_state == before and e.agent_selection == agent
     assert not any(e.terminations.values()) and e.rewards == {"player_0": 0.0, "player_1": 0.0}
     e.step(_random_action(e.observe(agent), np.random.default_rng(0)))  # still playable
 
@@ -286,8 +286,8 @@ def test_unwrapped_state_is_the_engine_state() -> None:
         a = _random_action(e.last()[0], rng)
         e.step(a)
         s = ce.apply_action(s, a)
-    assert isinstance(e.unwrapped.state, ce.GameState)
-    assert e.unwrapped.state == s
+    assert isinstance(e.unwrapped.game_state, ce.GameState)
+    assert e.unwrapped.game_state == s
 
 
 def _plane_table(doc: str) -> list[str]:
@@ -308,3 +308,138 @@ def test_env_docstring_documents_every_observation_plane() -> None:
         lo, _, hi = row.split("|")[1].strip().partition("-")
         covered.update(range(int(lo), int(hi or lo) + 1))
     assert covered == set(range(observation.OBS_CHANNELS))
+
+
+# --- PettingZoo conventions (issue 11) --------------------------------------------------------------
+def test_state_is_pettingzoo_global_state_method() -> None:
+    """`state()` is AECEnv's global-state method (not the engine state hiding it): red's planes
+    of the whole position in the board frame, in `state_space`, a fresh array each call."""
+    e = env()
+    e.reset(seed=4)
+    try:  # how a generic pipeline probes for a global state
+        state = e.state()
+    except NotImplementedError:  # pragma: no cover - the failure this test guards against
+        pytest.fail("state() is not implemented")
+    assert e.unwrapped.state_space.contains(state) and state.flags.c_contiguous
+    game = e.unwrapped.game_state
+    assert isinstance(game, ce.GameState)
+    np.testing.assert_array_equal(state, encode_observation(game, ce.RED, canonical=False).transpose(1, 2, 0))
+    state[:] = 0.5
+    assert not np.array_equal(e.state(), state)
+    other = raw_env(canonical=True)  # the global state does not depend on the agents' view
+    other.reset(seed=4)
+    np.testing.assert_array_equal(other.state(), e.state())
+
+
+def test_observe_and_last_return_arrays_the_caller_owns() -> None:
+    """Zeroing the returned mask (and planes) in place changes nothing in the env: the next
+    legal move is still accepted by the wrapped env's illegal-move check."""
+    e = env()
+    e.reset(seed=6)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        obs, *_ = e.last()
+        legal = _random_action(obs, rng)
+        assert obs["observation"].flags.c_contiguous and obs["observation"].flags.writeable
+        obs["action_mask"][:] = 0
+        obs["observation"][:] = 0.0
+        e.observe(e.agent_selection)["action_mask"][:] = 0
+        again, *_ = e.last()
+        assert again["action_mask"][legal] == 1 and again["observation"].any()
+        e.step(legal)
+        assert all(info.get("end_reason") != "illegal_action" for info in e.infos.values())
+        if any(e.terminations.values()) or any(e.truncations.values()):
+            break
+
+
+def test_registry_make_and_versioned_module() -> None:
+    """`pettingzoo.make("aec", "colony_env/colony-v0")` works after `import colony_env`, passes
+    keyword arguments on, and is the versioned module's `env()`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import pettingzoo, colony_env\n"
+        "e = pettingzoo.make('aec', 'colony_env/colony-v0', max_plies=7, canonical=True)\n"
+        "e.reset(seed=0); print(type(e.unwrapped).__name__, e.unwrapped.max_plies, e.unwrapped.canonical)"
+    )
+    out = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["raw_env", "7", "True"]
+    from colony_env import colony_v0
+
+    made = __import__("pettingzoo").make("aec", "colony_env/colony_v0")  # PettingZoo's _vN spelling too
+    made.reset(seed=3)
+    direct = colony_v0.env()
+    direct.reset(seed=3)
+    assert made.unwrapped.game_state == direct.unwrapped.game_state
+    assert type(made) is type(direct) and colony_v0.raw_env is raw_env
+
+
+def test_pettingzoo_tests_in_the_canonical_view() -> None:
+    """The board view runs them at the top of this file."""
+    api_test(env(canonical=True), num_cycles=200)
+    seed_test(lambda **kw: env(canonical=True, **kw), num_cycles=60)
+
+
+def test_canonical_view_against_the_engine() -> None:
+    """`canonical=True`: player_1's planes, mask and actions are the transpose (symmetry.py);
+    player_0's are the board frame. Checked against the engine through the symmetry maps."""
+    from colony_env import symmetry
+
+    e = raw_env(canonical=True)
+    board = raw_env()
+    e.reset(seed=8)
+    board.reset(seed=8)
+    rng = np.random.default_rng(3)
+    blue_moves = 0
+    for _ in range(120):
+        state = e.game_state
+        if state.is_over:
+            break
+        agent = e.agent_selection
+        colour = AGENT_COLOUR[agent]
+        obs = e.observe(agent)
+        np.testing.assert_array_equal(obs["observation"], encode_observation(state, colour, canonical=True).transpose(1, 2, 0))
+        np.testing.assert_array_equal(obs["action_mask"].astype(bool), symmetry.canonical_mask(ce.legal_action_mask(state), colour))
+        action = _random_action(obs, rng)
+        board_action = int(symmetry.canonical_action_to_board(action, colour))
+        assert e.board_action(agent, action) == board_action and e.env_action(agent, board_action) == action
+        blue_moves += colour == ce.BLUE and action != board_action
+        e.step(action)
+        board.step(board_action)
+        assert e.game_state == board.game_state == ce.apply_action(state, board_action)
+    assert blue_moves > 10  # the frames really differed
+    np.testing.assert_array_equal(e.state(), board.state())  # the global state is the board frame in both
+
+
+def test_canonical_option_is_checked() -> None:
+    with pytest.raises(ValueError, match="canonical"):
+        raw_env(canonical="yes")
+
+
+def test_non_integer_actions_are_illegal_actions() -> None:
+    """raw_env: a float or a string is refused like any illegal action, nothing changes."""
+    e = raw_env()
+    e.reset(seed=1)
+    before = e.game_state
+    legal = int(np.flatnonzero(e.observe(e.agent_selection)["action_mask"])[0])
+    for bad in (legal + 0.5, float(legal), str(legal), None):
+        with pytest.raises(ce.IllegalActionError, match="integer"):
+            e.step(bad)
+    assert e.game_state == before
+    e.step(np.int64(legal))  # NumPy integers are integers
+    assert e.game_state == ce.apply_action(before, legal)
+
+
+def test_engine_agents_play_in_the_canonical_view() -> None:
+    """PettingZooAdapter hands the env the agent's own frame (transposed for player_1)."""
+    from colony_env.agents import GreedyAgent, PettingZooAdapter, RandomAgent
+
+    e = env(canonical=True)
+    e.reset(seed=2)
+    players = {"player_0": PettingZooAdapter(RandomAgent(), seed=1), "player_1": PettingZooAdapter(GreedyAgent(), seed=2)}
+    for name in e.agent_iter():
+        e.last()
+        e.step(players[name](e, name))
+    assert e.unwrapped.game_state.is_over  # every action was legal (an illegal one ends with a warning)
+    assert all(info.get("end_reason") != "illegal_action" for info in e.infos.values())

@@ -46,7 +46,7 @@ def test_maskable_ppo_learns_without_nan_and_masked_predictions_are_legal():
         for _ in range(10):
             mask = env.action_masks()
             action, _ = model.predict(obs, action_masks=mask, deterministic=False)
-            assert ce.is_legal(env.state, env.to_board_action(int(action)))
+            assert ce.is_legal(env.game_state, env.to_board_action(int(action)))
             obs, _, terminated, truncated, _ = env.step(int(action))
             if terminated or truncated:
                 break

@@ -1,8 +1,9 @@
 """Let an engine-level agent play in the PettingZoo AEC env (`colony_env.env()`).
 
-The AEC env's actions are the engine's board-frame ids (R8) and `env.unwrapped.state`
-is the engine's `GameState`, so the adapter only reads the position, asks the agent
-and returns its action; it checks nothing itself (the env and the engine do).
+`env.unwrapped.game_state` is the engine's `GameState`, so the adapter only reads the
+position, asks the agent for a board-frame action (R8) and returns it in the agent's
+frame (`env.unwrapped.env_action`: transposed for `player_1` when the env was made with
+`canonical=True`); it checks nothing itself (the env and the engine do).
 
     env = colony_env.env()
     env.reset(seed=0)
@@ -36,10 +37,11 @@ class PettingZooAdapter:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     def __call__(self, env: Any, agent_name: str | None = None) -> int | None:
-        state = env.unwrapped.state
+        base = env.unwrapped
+        state = base.game_state
         if state.is_over:
             return None
         name = agent_name if agent_name is not None else env.agent_selection
         if AGENT_COLOUR_INDEX.get(name) != int(state.to_move):
             raise ValueError(f"{name} is not to move: the env's position has {state.to_move} to move")
-        return self.agent.act(state, self.rng)
+        return base.env_action(name, self.agent.act(state, self.rng))
