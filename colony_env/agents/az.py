@@ -1,0 +1,247 @@
+"""Network-guided search over many games at once (AlphaZero PUCT or a Gumbel root), torch-free.
+
+`BatchedSearch` runs one search per game for B games in flight. Each simulation step walks
+all B trees in compiled code (`_az.select_leaves`), hands every new leaf of every tree to
+the evaluator in ONE call, then expands and backs up in compiled code. On a CPU the network
+forward pass is the cost, and one call for B leaves costs far less than B calls for one
+(`python -m training.bench_zero` measures it), which is what makes a network at every node
+affordable in self-play.
+
+The evaluator is anything with the `LeafEvaluator` signature: the network lives in
+`training.zero.evaluator` (torch), tests use deterministic numpy functions. Search knows
+nothing of torch.
+
+Two root rules (`SearchConfig.root`):
+
+* `"gumbel"` (Danihelka et al., "Policy improvement by planning with Gumbel", ICLR 2022):
+  Gumbel-top-k sampling of `max_considered` root actions, sequential halving over them,
+  Gumbel MuZero's deterministic interior rule below, and as policy target the improved
+  policy softmax(logits + sigma(completed Q)). It improves the policy even with 16-32
+  simulations, so it is what self-play uses.
+* `"puct"` (Silver et al. 2018): Q + c_puct * P * sqrt(N) / (1 + N_a) at every node; the
+  most visited root action is played and the visit distribution is the target.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from ..constants import I_REASON, I_TO_MOVE, STATE_LEN
+from ..engine import GameState, legal_actions
+from ..observation import OBS_SHAPE
+from . import _az
+from .base import Agent, require_ongoing
+
+ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
+POOL_PER_NODE = 80  # initial room for children per node (a typical position has ~70 legal actions)
+MAX_LEGAL = _az._core.MAX_LEGAL
+
+
+class LeafEvaluator(Protocol):
+    """What the search asks of a network: priors over the legal actions and a value, for K leaves at once."""
+
+    def __call__(
+        self, states: np.ndarray, obs: np.ndarray, ids: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """states int32[K, STATE_LEN], obs float32[K, C, 10, 10] (canonical view of the mover),
+        ids int16[K, W] canonical legal ids (row k valid up to counts[k]), counts int32[K]
+        -> (logits float[K, >= W]: any finite numbers, normalised here over the valid slots;
+        values float[K] in [-1, 1]: the expected result for the colour to move)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Settings of one search; the defaults are what `checkpoint:PATH:az:N` plays with."""
+
+    simulations: int = 200
+    """Simulations per move; each evaluates one new leaf (a terminal leaf is scored exactly)."""
+    root: str = "gumbel"
+    """`gumbel` (sequential halving, completed-Q target) or `puct` (visit counts)."""
+    c_puct: float = 1.25
+    """PUCT exploration constant (root `puct` only)."""
+    max_considered: int = 16
+    """Gumbel: root actions sampled for sequential halving (m)."""
+    gumbel_scale: float = 1.0
+    """Gumbel: scale of the root noise; 0 considers the top-m actions of the prior deterministically."""
+    c_visit: float = 50.0
+    """Gumbel: sigma(q) = (c_visit + max N) * c_scale * q (mctx defaults)."""
+    c_scale: float = 0.1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) or self.simulations < 1:
+            raise ValueError(f"simulations must be an int >= 1, got {self.simulations!r}")
+        if self.root not in ROOTS:
+            raise ValueError(f"root must be one of {sorted(ROOTS)}, got {self.root!r}")
+        if isinstance(self.max_considered, bool) or not isinstance(self.max_considered, (int, np.integer)) \
+                or self.max_considered < 1:
+            raise ValueError(f"max_considered must be an int >= 1, got {self.max_considered!r}")
+        for name in ("c_puct", "gumbel_scale", "c_visit", "c_scale"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+
+
+@dataclass
+class SearchResult:
+    """One root after the search. Arrays are over the root's legal actions (board frame)."""
+
+    actions: np.ndarray  # int64[n] legal action ids
+    prior: np.ndarray  # float64[n] the network's prior
+    visits: np.ndarray  # int64[n]
+    q: np.ndarray  # float64[n] mean value of each visited child for the root's mover (0 if unvisited)
+    policy: np.ndarray  # float64[n] the improved policy (training target)
+    action: int  # the action chosen
+    value: float  # the root's search value for the mover (mean over the root's visits)
+    raw_value: float  # the network's value of the root for the mover
+
+
+class BatchedSearch:
+    """One network-guided search per game for B games, leaves evaluated in batches.
+
+    `search(states, rng)` returns one `SearchResult` per state. Reproducible from `rng`
+    (it draws only the Gumbel noise) and the evaluator.
+    """
+
+    def __init__(self, evaluator: LeafEvaluator, config: SearchConfig | None = None) -> None:
+        self.evaluator = evaluator
+        self.config = config or SearchConfig()
+        self.leaf_evaluations = 0  # leaves sent to the evaluator (for benchmarks)
+        self.evaluator_calls = 0
+        self._table = _az.considered_visits_table(self.config.max_considered, self.config.simulations)
+
+    def search(self, states: list[GameState] | np.ndarray, rng: np.random.Generator) -> list[SearchResult]:
+        packed = np.ascontiguousarray(
+            np.stack([s._a for s in states]) if isinstance(states, list) else states, dtype=np.int32
+        )
+        if packed.ndim != 2 or packed.shape[1] != STATE_LEN:
+            raise ValueError(f"states must be GameStates or int32[B, {STATE_LEN}], got shape {packed.shape}")
+        if np.any(packed[:, I_REASON] != 0):
+            raise ValueError("every game must be ongoing: a finished game has no legal action (R8.4)")
+        cfg = self.config
+        n_trees = packed.shape[0]
+        cap = cfg.simulations + 2
+        node_state = np.zeros((n_trees, cap, STATE_LEN), np.int32)
+        node_state[:, 0] = packed
+        node_visits = np.zeros((n_trees, cap), np.int64)
+        node_wred = np.zeros((n_trees, cap), np.float64)
+        node_raw = np.zeros((n_trees, cap), np.float64)
+        node_first = np.full((n_trees, cap), _az.NO_NODE, np.int64)
+        node_nkids = np.zeros((n_trees, cap), np.int64)
+        n_nodes = np.ones(n_trees, np.int64)
+        width = POOL_PER_NODE * cap
+        pool_action = np.zeros((n_trees, width), np.int64)
+        pool_logit = np.zeros((n_trees, width), np.float64)
+        pool_child = np.full((n_trees, width), _az.NO_NODE, np.int64)
+        pool_n = np.zeros(n_trees, np.int64)
+        leaf = np.zeros(n_trees, np.int64)
+        path = np.zeros((n_trees, cap + 1), np.int64)
+        depth = np.zeros(n_trees, np.int64)
+        eval_index = np.full(n_trees, -1, np.int64)
+        in_states = np.zeros((n_trees, STATE_LEN), np.int32)
+        in_obs = np.zeros((n_trees, *OBS_SHAPE), np.float32)
+        in_ids = np.zeros((n_trees, MAX_LEGAL), np.int16)
+        in_counts = np.zeros(n_trees, np.int32)
+        root_gumbel = np.zeros((n_trees, MAX_LEGAL), np.float64)
+        n_considered = np.zeros(n_trees, np.int64)
+        active = np.ones(n_trees, np.bool_)
+        root_mode = ROOTS[cfg.root]
+
+        def step() -> None:
+            nonlocal pool_action, pool_logit, pool_child
+            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.c_visit, cfg.c_scale, self._table, n_considered,
+                              root_gumbel, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+                              n_nodes, pool_action, pool_logit, pool_child, leaf, path, depth)
+            k = _az.leaf_inputs(active, leaf, node_state, eval_index, in_states, in_obs, in_ids, in_counts)
+            log_priors = np.zeros((0, 1), np.float64)
+            values = np.zeros(0, np.float64)
+            if k:
+                w = int(in_counts[:k].max())
+                ids = in_ids[:k, :w].copy()
+                ids[np.arange(w)[None, :] >= in_counts[:k, None]] = 0  # padding: a valid id, ignored
+                logits, values = self.evaluator(in_states[:k], in_obs[:k], ids, in_counts[:k])
+                values = np.clip(np.asarray(values, np.float64).reshape(k), -1.0, 1.0)
+                log_priors = _az.log_softmax_rows(np.ascontiguousarray(np.asarray(logits, np.float64)[:, :w]), in_counts[:k])
+                self.leaf_evaluations += k
+                self.evaluator_calls += 1
+                need = int(max((pool_n[b] + in_counts[eval_index[b]] for b in range(n_trees) if eval_index[b] >= 0),
+                               default=0))
+                if need > pool_action.shape[1]:  # grow every tree's pool (rare: big positions)
+                    grow = max(need, 2 * pool_action.shape[1]) - pool_action.shape[1]
+                    pool_action = np.concatenate([pool_action, np.zeros((n_trees, grow), np.int64)], axis=1)
+                    pool_logit = np.concatenate([pool_logit, np.zeros((n_trees, grow), np.float64)], axis=1)
+                    pool_child = np.concatenate([pool_child, np.full((n_trees, grow), _az.NO_NODE, np.int64)], axis=1)
+            _az.expand_backup(active, leaf, path, depth, eval_index, in_ids, in_counts, log_priors, values,
+                              node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+                              pool_action, pool_logit, pool_child, pool_n)
+
+        step()  # evaluate every root: its priors and raw value
+        for b in range(n_trees):
+            n = int(node_nkids[b, 0])
+            n_considered[b] = min(cfg.max_considered, n)
+            if cfg.root == "gumbel" and cfg.gumbel_scale > 0:
+                root_gumbel[b, :n] = cfg.gumbel_scale * rng.gumbel(size=n)
+            if n == 1:
+                active[b] = False  # a forced move (often a pass): nothing to search
+        for _ in range(cfg.simulations):
+            if not active.any():
+                break
+            step()
+        return [self._result(b, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+                             pool_action, pool_logit, pool_child, root_gumbel) for b in range(n_trees)]
+
+    def _result(self, b: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
+                node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray, pool_action: np.ndarray,
+                pool_logit: np.ndarray, pool_child: np.ndarray, root_gumbel: np.ndarray) -> SearchResult:
+        cfg = self.config
+        actions, logits, visits, q = _az.root_children(b, node_state, node_visits, node_wred, node_first,
+                                                       node_nkids, pool_action, pool_logit, pool_child)
+        sign = 1.0 if int(node_state[b, 0, I_TO_MOVE]) == 0 else -1.0
+        value = sign * node_wred[b, 0] / node_visits[b, 0]
+        raw = sign * node_raw[b, 0]
+        prior = np.exp(logits)
+        if len(actions) == 1:
+            policy = np.ones(1)
+            action = int(actions[0])
+        elif cfg.root == "gumbel":
+            sigma = _az.completed_q(b, 0, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+                                    pool_logit, pool_child, cfg.c_visit, cfg.c_scale)
+            z = logits + sigma
+            policy = np.exp(z - z.max())
+            policy /= policy.sum()
+            scores = _az.gumbel_scores(b, int(visits.max()), node_state, node_visits, node_wred, node_raw,
+                                       node_first, node_nkids, pool_logit, pool_child, root_gumbel,
+                                       cfg.c_visit, cfg.c_scale)
+            action = int(actions[int(np.argmax(scores))])
+        else:
+            policy = visits / visits.sum()
+            best = np.flatnonzero(visits == visits.max())
+            action = int(actions[best[int(np.argmax(q[best]))]])
+        return SearchResult(actions, prior, visits, q, policy, action, float(value), float(raw))
+
+
+class AZAgent(Agent):
+    """An engine-level agent: one `BatchedSearch` per move (B = 1) with a network evaluator."""
+
+    def __init__(self, evaluator: LeafEvaluator, config: SearchConfig | None = None, name: str = "az") -> None:
+        self.search = BatchedSearch(evaluator, config)
+        self.name = name
+
+    def act(self, state: GameState, rng: np.random.Generator) -> int:
+        require_ongoing(state)
+        legal = legal_actions(state)
+        if len(legal) == 1:
+            return int(legal[0])
+        return self.search.search([state], rng)[0].action
+
+    def analyse(self, state: GameState, rng: np.random.Generator) -> SearchResult:
+        """The full root statistics of one search (for analysis tools)."""
+        require_ongoing(state)
+        return self.search.search([state], rng)[0]
+
+
+__all__ = ["AZAgent", "BatchedSearch", "LeafEvaluator", "SearchConfig", "SearchResult"]

@@ -1,0 +1,182 @@
+"""The batched network-guided search (colony_env.agents.az): batching, Gumbel root, values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import colony_env as ce
+from colony_env.agents._az import considered_visits_table
+from colony_env.agents.az import AZAgent, BatchedSearch, SearchConfig
+from colony_env.constants import I_TO_MOVE, PASS_ACTION
+
+
+def hashed_evaluator(states, obs, ids, counts):
+    """Deterministic, row-independent 'network': logits from the ids, value from the planes.
+
+    Each row depends only on its own inputs, so batched and one-at-a-time calls give the
+    same numbers bit for bit (what a deterministic net gives up to float reordering).
+    """
+    logits = np.sin(ids.astype(np.float64) * 0.37 + counts[:, None] * 0.01) * 2.0
+    own = obs[:, :4].sum(axis=(1, 2, 3)) + obs[:, 8].sum(axis=(1, 2))
+    opp = obs[:, 4:8].sum(axis=(1, 2, 3)) + obs[:, 9].sum(axis=(1, 2))
+    return logits, np.tanh(0.05 * (own - opp) + 0.01 * obs[:, 11].sum(axis=(1, 2)))
+
+
+def midgame_states(n: int, plies: int = 30) -> list[ce.GameState]:
+    out = []
+    for seed in range(n):
+        rng = np.random.default_rng(seed)
+        s = ce.new_game(seed)
+        for _ in range(plies + seed):
+            if s.is_over:
+                break
+            legal = ce.legal_actions(s)
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+        if not s.is_over:
+            out.append(s)
+    return out
+
+
+@pytest.mark.parametrize("root", ["gumbel", "puct"])
+def test_batched_search_equals_one_at_a_time(root):
+    states = [ce.new_game(3), *midgame_states(5)]
+    cfg = SearchConfig(simulations=24, root=root)
+    batched = BatchedSearch(hashed_evaluator, cfg).search(states, np.random.default_rng(7))
+    rng = np.random.default_rng(7)  # the same generator, drawn in the same order (tree by tree)
+    single = [BatchedSearch(hashed_evaluator, cfg).search([s], rng)[0] for s in states]
+    for a, b in zip(batched, single):
+        assert a.action == b.action
+        np.testing.assert_array_equal(a.actions, b.actions)
+        np.testing.assert_array_equal(a.visits, b.visits)
+        np.testing.assert_array_equal(a.q, b.q)
+        np.testing.assert_array_equal(a.policy, b.policy)
+        assert a.value == b.value
+
+
+def test_batching_makes_fewer_evaluator_calls():
+    states = midgame_states(6)
+    search = BatchedSearch(hashed_evaluator, SearchConfig(simulations=10))
+    search.search(states, np.random.default_rng(0))
+    assert search.evaluator_calls <= 11  # one for the roots, one per simulation step
+    assert search.leaf_evaluations > 5 * search.evaluator_calls
+
+
+@pytest.mark.parametrize("root", ["gumbel", "puct"])
+def test_search_statistics_are_consistent(root):
+    s = midgame_states(1)[0]
+    r = BatchedSearch(hashed_evaluator, SearchConfig(simulations=40, root=root)).search([s], np.random.default_rng(1))[0]
+    np.testing.assert_array_equal(np.sort(r.actions), ce.legal_actions(s))
+    assert r.visits.sum() == 40
+    assert r.policy.shape == r.actions.shape and abs(r.policy.sum() - 1) < 1e-9 and np.all(r.policy >= 0)
+    assert abs(r.prior.sum() - 1) < 1e-9
+    assert r.action in set(r.actions.tolist())
+    assert -1.0 <= r.value <= 1.0
+    if root == "puct":
+        assert r.visits[list(r.actions).index(r.action)] == r.visits.max()
+
+
+def test_gumbel_sequential_halving_table_matches_mctx():
+    # mctx seq_halving.get_sequence_of_considered_visits(4, 10), worked by hand: log2(4) = 2 phases;
+    # phase 1 gives each of the 4 int(10 / (2 * 4)) = 1 visit, phase 2 the best 2 int(10 / (2 * 2)) = 2 visits
+    # each, and the budget left goes on in rounds of the 2.
+    assert considered_visits_table(4, 10)[4].tolist() == [0, 0, 0, 0, 1, 1, 2, 2, 3, 3]
+    assert considered_visits_table(16, 5)[1].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_gumbel_root_considers_at_most_m_actions():
+    s = midgame_states(1)[0]
+    cfg = SearchConfig(simulations=16, root="gumbel", max_considered=4)
+    r = BatchedSearch(hashed_evaluator, cfg).search([s], np.random.default_rng(2))[0]
+    assert (r.visits > 0).sum() <= 4
+    # the chosen action is among the most visited considered ones
+    assert r.visits[list(r.actions).index(r.action)] == r.visits.max()
+
+
+def forced_pass_state() -> ce.GameState:
+    """Red to move with every satellite connected: the only legal action is pass (R4.3)."""
+    rows = [".." * 10] * 10
+    rows[0] = "r1b1" + ".." * 8
+    rows[1] = "b2r2" + ".." * 8
+    d = {"board": rows, "to_move": "red", "unlocked": True, "finished": None, "grace_left": 0, "ply": 10,
+         "passes": 0, "max_plies": 400}
+    return ce.GameState.from_dict(d)
+
+
+def test_one_legal_action_is_played_without_search():
+    s = forced_pass_state()
+    assert ce.legal_actions(s).tolist() == [PASS_ACTION]
+    calls = []
+
+    def counting(states, obs, ids, counts):
+        calls.append(len(states))
+        return hashed_evaluator(states, obs, ids, counts)
+
+    r = BatchedSearch(counting, SearchConfig(simulations=30)).search([s], np.random.default_rng(0))[0]
+    assert r.action == PASS_ACTION and r.policy.tolist() == [1.0] and r.visits.sum() == 0
+    assert calls == [1]  # the root only
+    assert AZAgent(counting, SearchConfig(simulations=30)).act(s, np.random.default_rng(0)) == PASS_ACTION
+
+
+def test_gumbel_with_all_but_one_action_ruled_out_by_the_prior():
+    s = midgame_states(1)[0]
+    legal = ce.legal_actions(s)
+    favourite = int(legal[len(legal) // 2])
+    colour = int(s._a[I_TO_MOVE])
+    fav_canonical = int(ce.symmetry.board_action_to_canonical(favourite, colour))
+
+    def one_hot(states, obs, ids, counts):
+        logits = np.where(ids == fav_canonical, 0.0, -1e9)  # every other action ~ probability 0
+        return logits, np.zeros(len(states))
+
+    for m in (1, 16):
+        r = BatchedSearch(one_hot, SearchConfig(simulations=12, max_considered=m, gumbel_scale=0.0)).search(
+            [s], np.random.default_rng(0))[0]
+        assert r.action == favourite
+        assert np.all(np.isfinite(r.policy)) and abs(r.policy.sum() - 1) < 1e-9
+        assert r.policy[list(r.actions).index(favourite)] > 0.99
+
+
+def test_value_sign_follows_the_colour_to_move():
+    """A value 'good for the mover' must make the root value positive for red and for blue."""
+    def mover_wins(states, obs, ids, counts):
+        return np.zeros(ids.shape), np.full(len(states), 0.5)
+
+    for s in midgame_states(6):
+        r = BatchedSearch(mover_wins, SearchConfig(simulations=8, root="puct")).search([s], np.random.default_rng(0))[0]
+        assert r.raw_value == pytest.approx(0.5)
+
+
+def test_terminal_leaves_use_the_exact_result():
+    """One ply before a decided end the search must find the winning move whatever the net says."""
+    # Find a position in random play where the mover has a move that ends the game with its win.
+    rng = np.random.default_rng(0)
+    for seed in range(200):
+        s = ce.new_game(seed)
+        while not s.is_over:
+            legal = ce.legal_actions(s)
+            wins = [a for a in legal if (n := ce.apply_action(s, int(a))).is_over and n.winner == s.to_move]
+            if wins and len(wins) < len(legal):
+                def pessimist(states, obs, ids, counts):
+                    return np.zeros(ids.shape), np.full(len(states), -0.9)
+
+                r = BatchedSearch(pessimist, SearchConfig(simulations=len(legal) * 2, root="puct")).search(
+                    [s], np.random.default_rng(0))[0]
+                assert r.action in wins
+                return
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+    pytest.fail("no position with an immediately winning move found")
+
+
+def test_search_rejects_bad_input():
+    with pytest.raises(ValueError, match="simulations"):
+        SearchConfig(simulations=0)
+    with pytest.raises(ValueError, match="root"):
+        SearchConfig(root="alpha")
+    with pytest.raises(ValueError, match="c_puct"):
+        SearchConfig(c_puct=float("nan"))
+    s = forced_pass_state()
+    over = ce.apply_action(ce.apply_action(s, PASS_ACTION), PASS_ACTION)
+    if over.is_over:
+        with pytest.raises(ValueError, match="ongoing"):
+            BatchedSearch(hashed_evaluator).search([over], np.random.default_rng(0))
