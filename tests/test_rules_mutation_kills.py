@@ -1,0 +1,101 @@
+"""Hand-written positions for rules that single-point mutations of the engine got past
+(issue 15, docs/mutation_testing.md): each rule has a case that must be legal (or won
+by one colour) and a twin that must not, differing in the one detail the rule is about.
+"""
+
+from __future__ import annotations
+
+import colony_env as ce
+from helpers import act, assert_illegal, assert_legal, pos
+
+# --- R4.2.2: the landing cell must be king-adjacent to a *connected* satellite of the mover.
+# The colony b3 f5 - r2 g5 - b2 h5 sits East of the landing cell e5 (b1, unconnected);
+# red's only satellite next to e5 is r1 on d6, diagonal to it. r4 on e1 lands 4 North on e5.
+R4_2_2 = """
+.
+.
+.
+.
+.  .  .  r1 .  .  .  .  .  .
+.  .  .  .  b1 b3 r2 b2 .  .
+.
+.
+.
+.  .  .  .  r4 .  .  .  .  .
+"""
+
+
+def test_r4_2_2_an_unconnected_own_satellite_next_to_the_landing_cell_does_not_count():
+    s = pos(R4_2_2)
+    assert not ce.connected_mask(s)[4, 3]  # r1 on d6 is not connected
+    assert_illegal(s, act(s, "e1-e5>c5"), "king-adjacent", "R4.2.2")
+    assert not any(">" in ce.action_to_str(int(a), s) for a in ce.legal_actions(s))
+
+
+def test_r4_2_2_the_same_satellite_once_connected_allows_the_displacement():
+    # b4 on c6 connects r1 on d6 (a pair, not a colony); e5 is now next to a connected red.
+    s = pos(R4_2_2.replace(".  .  .  r1", ".  .  b4 r1"))
+    assert ce.connected_mask(s)[4, 3]
+    after = assert_legal(s, act(s, "e1-e5>c5"))
+    assert after.board[5, 4] == 4 and after.board[5, 2] == -1 and after.board[9, 4] == 0
+
+
+# --- R4.2.4: with S on X and its start cell s empty, no satellite of the mover touches Y.
+# r3 on b4 lands exactly 3 East on e4 (b1, unconnected) next to the colony r2 f5 - b3 f4 - r1 f3;
+# b1 is pushed 2 West, jumping d4, onto c4: the cell right next to b4, which r3 has just left.
+R4_2_4 = """
+.
+.
+.
+.
+.
+.  .  .  .  .  r2 .  .  .  .
+.  r3 .  .  b1 b3 .  .  .  .
+.  .  .  .  .  r1 .  .  .  .
+"""
+
+
+def test_r4_2_4_the_pushed_satellite_may_land_next_to_the_cell_the_mover_left():
+    s = pos(R4_2_4)
+    after = assert_legal(s, act(s, "b4-e4>c4"))
+    assert after.board[6, 2] == -1 and after.board[6, 1] == 0
+    assert not ce.connected_mask(after)[6, 2]  # R4.2.4 holds in the result: c4 touches no red
+
+
+def test_r4_2_4_but_not_next_to_another_satellite_of_the_mover():
+    s = pos(R4_2_4.replace(".  .  .  .  .  r2", ".  .  r4 .  .  r2"))  # r4 on c5 guards c4
+    assert s.board[5, 2] == 4
+    assert_illegal(s, act(s, "b4-e4>c4"), "R4.2.4")
+    assert_legal(s, act(s, "b4-e4>g2"))  # the same landing, pushed elsewhere
+
+
+# --- R7.3: the tiebreak total is the colony's total of *both* colours.
+# Red controls r4 b1 r2 (red 6 v blue 1, total 7); blue controls r2 b4 r1 b1 (blue 5 v red 3,
+# total 8). One colony each; the lowest total, 7, is red's. (Ranking by the controller's own
+# satellites instead, 6 v 5, would name blue: the two readings disagree here.)
+R7_3 = """
+r4 b1 r2
+.
+r2 b4 r1 b1
+"""
+
+
+def _over(diagram: str) -> ce.GameState:
+    return pos(diagram, passes=2)  # R6.2.3: two passes end the game, so it is scored
+
+
+def _swap(diagram: str) -> str:
+    return diagram.replace("r", "x").replace("b", "r").replace("x", "b")
+
+
+def test_r7_3_the_tiebreak_uses_the_colony_total_of_both_colours():
+    s = _over(R7_3)
+    assert ce.controlled_counts(s) == (1, 1)
+    assert sorted((c.total, c.red_total, c.blue_total) for c in ce.colonies(s)) == [(7, 6, 1), (8, 3, 5)]
+    assert str(s.winner) == "red" and s.rewards() == (1.0, -1.0)
+
+
+def test_r7_3_the_same_positions_with_colours_swapped_go_to_blue():
+    s = _over(_swap(R7_3))
+    assert ce.controlled_counts(s) == (1, 1)
+    assert str(s.winner) == "blue" and s.rewards() == (-1.0, 1.0)
