@@ -12,6 +12,8 @@ from training.runlog import (
     atomic_write_text,
     csv_data_rows,
     log_positions,
+    output_dir_problem,
+    output_file_problem,
     remove_temp_files,
     rewind_events,
     rewind_logs,
@@ -100,3 +102,16 @@ def test_temporary_files_are_removed_and_writes_are_atomic(tmp_path: Path) -> No
     assert (tmp_path / "config.yaml").read_text() == "seed: 1\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints", "config.yaml"]
     assert remove_temp_files(tmp_path / "absent") == []
+
+
+def test_output_paths_are_probed_before_any_work(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    assert output_dir_problem(tmp_path / "new" / "deeper") is None and (tmp_path / "new" / "deeper").is_dir()
+    assert "is a file" in output_dir_problem(a_file)
+    assert "cannot write into" in output_dir_problem(a_file / "sub")  # a folder below a file
+    assert output_file_problem(tmp_path / "out" / "games.jsonl") is None
+    assert "is a folder" in output_file_problem(tmp_path)
+    assert "is a file, not a folder" in output_file_problem(a_file / "games.jsonl")
+    assert output_file_problem(a_file) is None and a_file.read_text() == "x"  # appendable, untouched
+    assert not list(tmp_path.rglob(".write-probe.*"))

@@ -180,6 +180,41 @@ def _framed_size(records: list[bytes]) -> int:
     return sum(16 + len(r) for r in records)
 
 
+def output_dir_problem(path: str | Path) -> str | None:
+    """Why files cannot be written into folder `path` (creating it if needed), or None if they can.
+
+    Checked by really creating the folder and a probe file, before hours of games are played
+    whose results would otherwise be lost at the end (`os.access` is wrong for root, read-only
+    mounts and full disks).
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return f"{str(path)!r} is a file, not a folder"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-probe.", suffix=".tmp", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        return f"cannot write into {str(path)!r}: {e.strerror or type(e).__name__}"
+    return None
+
+
+def output_file_problem(path: str | Path) -> str | None:
+    """Why file `path` cannot be written (or appended to), or None if it can; creates its folder."""
+    path = Path(path)
+    if path.is_dir():
+        return f"{str(path)!r} is a folder; give a file name (e.g. {str(path / 'games.jsonl')!r})"
+    problem = output_dir_problem(path.parent)
+    if problem is None and path.exists():
+        try:
+            with path.open("ab"):
+                pass
+        except OSError as e:
+            return f"cannot write {str(path)!r}: {e.strerror or type(e).__name__}"
+    return problem
+
+
 def remove_temp_files(directory: str | Path, pattern: str = TEMP_PATTERN) -> list[Path]:
     """Delete the temporary files an interrupted atomic write left behind; returns them.
 
@@ -201,6 +236,8 @@ __all__ = [
     "atomic_write_text",
     "csv_data_rows",
     "log_positions",
+    "output_dir_problem",
+    "output_file_problem",
     "remove_temp_files",
     "rewind_events",
     "rewind_logs",
