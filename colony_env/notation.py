@@ -187,9 +187,8 @@ def explain_illegal(state: "GameState", action: int, code: int) -> str:
 
 def board_text(state: "GameState") -> str:
     """The board with coordinates: `r3`/`b2` satellites, `R3`/`B2` when connected."""
-    from .engine import connected_mask
-
-    conn = connected_mask(state)
+    # the kernel directly, not engine.connected_mask: the engine imports this module (no cycle)
+    conn = _core.connected_cells(state._a[:N_CELLS]).reshape(BOARD_SIZE, BOARD_SIZE)
     board = state.board
     lines = []
     for r in range(BOARD_SIZE):

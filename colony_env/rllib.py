@@ -1,7 +1,7 @@
 """RLlib adapter: the one wrapper between the PettingZoo AEC env and RLlib's conventions.
 
 RLlib's action-masking RLModules (`examples/rl_modules/classes/action_masking_rlm.py`, and
-`training.rllib_selfplay.ColonyRLModule`) expect each agent's observation as
+`training.rllib.selfplay.ColonyRLModule`) expect each agent's observation as
 `{"observations": ..., "action_mask": ...}`; PettingZoo's classic layout, which `colony_v0`
 follows, names the first key `observation`. `RLlibObservationWrapper` renames it, and it
 also presents every position in the **canonical view** of the agent that observes it

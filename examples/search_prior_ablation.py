@@ -30,7 +30,7 @@ from colony_env import observation
 from colony_env.agents import MCTSAgent
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from training.checkpoint import load_policy_agent, save_checkpoint
-from training.evaluate import evaluate
+from training.eval.evaluate import evaluate
 from training.model import PolicyValueNet
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"

@@ -9,9 +9,9 @@ import pytest
 
 import colony_env as ce
 from colony_env import observation
-from training import distill
+from training.zero import distill
 from training.checkpoint import load_policy_agent, read_checkpoint, save_checkpoint
-from training.distill import Dataset, DistillConfig, DistillError, fit, load_shards
+from training.zero.distill import Dataset, DistillConfig, DistillError, fit, load_shards
 from training.model import PolicyValueNet
 
 SIMS = 4

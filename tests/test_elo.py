@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from training.elo import ELO_SCALE, PairTally, expected_score, fit_elo, score_interval
+from training.eval.elo import ELO_SCALE, PairTally, expected_score, fit_elo, score_interval
 
 TRUE = {"random": 0.0, "greedy": 250.0, "mcts:200": 600.0, "mcts:1000": 720.0}
 

@@ -12,9 +12,9 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents import Agent
-from training import evaluate as ev
-from training.agent_specs import AgentSpecError, make_agent, parse_agent_spec
-from training.records import read_records
+from training.eval import evaluate as ev
+from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from training.eval.records import read_records
 
 
 class FirstLegal(Agent):
@@ -149,7 +149,7 @@ def test_checkpoint_errors_are_one_line(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "training.evaluate", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "training.eval.evaluate", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_cli_error_paths(tmp_path, capsys):

@@ -22,8 +22,8 @@ from training.config import ConfigError
 from training.model import PolicyValueNet
 
 from ray.rllib.core.columns import Columns
-from training import rllib_selfplay
-from training.rllib_selfplay import (
+from training.rllib import selfplay as rllib_selfplay
+from training.rllib.selfplay import (
     MAIN_MODULE,
     ColonyRLModule,
     config_from_dict,
@@ -209,9 +209,9 @@ def test_rllib_selfplay_trains_checkpoints_and_exports(no_ray_left, monkeypatch,
     runners with the learner's weights, no illegal action is ever played, Ray is shut down
     afterwards, and the exported checkpoint is a project checkpoint that colony-eval and
     colony-play load as checkpoint:PATH."""
-    from training.agent_specs import make_agent
-    from training.evaluate import main as eval_main
-    from training.rllib_export import main as export_main
+    from training.eval.agent_specs import make_agent
+    from training.eval.evaluate import main as eval_main
+    from training.rllib.export import main as export_main
 
     checks = []
 

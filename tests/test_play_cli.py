@@ -9,8 +9,8 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import GreedyAgent, RandomAgent
-from training.play import PlaySession, main
-from training.records import read_records
+from training.eval.play import PlaySession, main
+from training.eval.records import read_records
 
 
 def scripted(lines: list[str]):
@@ -91,7 +91,7 @@ def test_cli_saves_the_record_and_rejects_bad_specs(tmp_path, capsys, monkeypatc
     assert "checkpoint file not found" in capsys.readouterr().err
     record = tmp_path / "game.jsonl"
     res = subprocess.run(
-        [sys.executable, "-m", "training.play", "random", "--seed", "1", "--record", str(record)],
+        [sys.executable, "-m", "training.eval.play", "random", "--seed", "1", "--record", str(record)],
         input="moves\nquit\n", capture_output=True, text=True, timeout=300,
     )
     assert res.returncode == 0 and "Traceback" not in res.stderr

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from training.model import PolicyValueNet
-from training.ppo import per_player_gae, ppo_loss
+from training.ppo.loss import per_player_gae, ppo_loss
 
 RED, BLUE = 0, 1
 

@@ -9,8 +9,8 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents import GreedyAgent, RandomAgent
-from training.evaluate import play_game
-from training.records import GameRecord, RecordError, read_records, replay_main, write_records
+from training.eval.evaluate import play_game
+from training.eval.records import GameRecord, RecordError, read_records, replay_main, write_records
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from colony_env.agents.greedy import GreedyAgent
 from colony_env.vector import ColonyVectorEnv
 from training.checkpoint import load_policy_agent, save_checkpoint
 from training.model import PolicyValueNet
-from training.shaping import mover_potential
+from training.ppo.shaping import mover_potential
 from training.teacher import SCORE_CLIP, SCORE_SCALE, greedy_action_features, greedy_best_slots, teacher_weight
 
 

@@ -10,7 +10,9 @@ import pytest
 import torch
 
 import colony_env as ce
-from training import bench_train, plot, train
+from training.eval import plot
+from training.ppo import bench as bench_train
+from training.ppo import train
 from training.checkpoint import load_policy_agent, read_checkpoint
 
 TINY = [
@@ -60,7 +62,7 @@ def test_greedy_opponent_games_and_init_from(tmp_path: Path) -> None:
     from colony_env.agents import GreedyAgent
     from training.config import load_config
     from training.model import PolicyValueNet
-    from training.opponents import OpponentPool
+    from training.ppo.opponents import OpponentPool
 
     cfg = load_config(ROOT / "configs" / "quickstart.yaml", {
         "num_envs": 4, "rollout_steps": 24, "channels": 4, "blocks": 1, "pool_share": 0.0, "greedy_share": 0.5,

@@ -166,7 +166,7 @@ class PolicyAgent:
     def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
         """(legal board-frame action ids, their probabilities, value head output) of `state`.
 
-        With reward shaping the value head estimates V - Phi for the mover (training/shaping.py).
+        With reward shaping the value head estimates V - Phi for the mover (training/ppo/shaping.py).
         """
         if state.is_over:
             raise ValueError("the game is over: no action is legal (R8.4)")

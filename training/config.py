@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 DEVICES = ("auto", "cpu", "cuda")
-# Agent specs understood by the evaluation module (colony_env.agents / training.agent_specs):
+# Agent specs understood by the evaluation module (colony_env.agents / training.eval.agent_specs):
 # `random`, `greedy`, `mcts:N` (N rollouts per move).
 _SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
 
@@ -87,7 +87,7 @@ class TrainConfig:
     """Stop the epochs of one update early when the approximate KL exceeds this; 0 disables it."""
 
     shaping_scale: float = 0.5
-    """Scale of the potential-based shaping (training/shaping.py); 0 trains on the terminal reward alone."""
+    """Scale of the potential-based shaping (training/ppo/shaping.py); 0 trains on the terminal reward alone."""
 
     teacher_coef: float = 0.0
     """Kickstarting (training/teacher.py): initial weight of the cross-entropy towards the greedy agent's choices; 0 disables it."""

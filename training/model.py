@@ -66,7 +66,7 @@ class PolicyValueNet(nn.Module):
     """Residual conv trunk on the 10x10 board; policy planes per cell plus pass; a scalar value.
 
     The value is unbounded (no tanh) because with reward shaping it predicts V - Phi
-    (training/shaping.py), which can leave [-1, 1].
+    (training/ppo/shaping.py), which can leave [-1, 1].
 
     No batch norm on purpose: PPO evaluates the same samples at rollout and update time, and
     batch statistics would make the two disagree (the ratio would not start at 1).

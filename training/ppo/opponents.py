@@ -12,7 +12,7 @@ from collections import deque
 import numpy as np
 import torch
 
-from .model import PolicyValueNet
+from ..model import PolicyValueNet
 
 
 class OpponentPool:

@@ -47,10 +47,10 @@ from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from colony_env.constants import STATE_LEN
 from colony_env.engine import _wrap
 
-from .checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
-from .model import masked_log_probs
-from .teacher import greedy_action_features
-from .train import _AUG_SYMS, augment
+from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
+from ..model import masked_log_probs
+from ..teacher import greedy_action_features
+from ..augment import AUG_SYMS, augment
 
 DATA_FORMAT = "colony-distill-shard"
 VALIDATION_SHARE = 0.1  # of the games, held out to choose the epoch
@@ -311,7 +311,7 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
             width = int(valid.sum(1).max())
             ids, valid, feats, target = ids[:, :width], valid[:, :width], feats[:, :width], target[:, :width]
             if cfg.augment_symmetry:
-                obs, ids = augment(obs, ids, rng.choice(_AUG_SYMS, size=len(pick)))
+                obs, ids = augment(obs, ids, rng.choice(AUG_SYMS, size=len(pick)))
             loss, _ = cross_entropy(model, *_tensors((obs, ids, valid, feats, target), device))
             opt.zero_grad()
             loss.backward()

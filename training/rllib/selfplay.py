@@ -42,10 +42,10 @@ import yaml
 
 from colony_env.env import AGENTS, ILLEGAL_ACTION
 
-from .checkpoint import CheckpointError, save_checkpoint
-from . import config as config_lib
-from .config import ConfigError
-from .model import PolicyValueNet, masked_log_probs
+from ..checkpoint import CheckpointError, save_checkpoint
+from .. import config as config_lib
+from ..config import ConfigError
+from ..model import PolicyValueNet, masked_log_probs
 
 try:  # ray is an optional extra: `pip install -e ".[rllib]"`
     import gymnasium as gym
@@ -571,8 +571,8 @@ def _checkpoint(algo: Any, cfg: RllibConfig, run_dir: Path, row: dict[str, Any])
 
 
 def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
-    from .checkpoint import load_model
-    from .train import evaluate_model
+    from ..checkpoint import load_model
+    from ..ppo.train import evaluate_model
 
     model, _ = load_model(run_dir / "checkpoints" / LATEST)
     res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)

@@ -1,4 +1,4 @@
-"""Self-play PPO for Colony: `colony-train --config configs/quickstart.yaml` (or `python -m training.train`).
+"""Self-play PPO for Colony: `colony-train --config configs/quickstart.yaml` (or `python -m training.ppo.train`).
 
 One network plays both colours in the canonical view (the mover always sees its own edges
 North and South). Each iteration:
@@ -7,7 +7,7 @@ North and South). Each iteration:
    pass per step. In a `pool_share` of the games one colour is played by a frozen past snapshot
    (the opponent pool); those moves are not trained on. With `augment_symmetry` every decision
    is shown to the network in a random one of the 4 colour-preserving board symmetries.
-2. **Advantages**: per-colour GAE (`ppo.per_player_gae`): each step's target uses that colour's
+2. **Advantages**: per-colour GAE (`loss.per_player_gae`): each step's target uses that colour's
    next own decision, and terminal rewards reach both colours' last steps. Potential-based
    shaping (`shaping.py`) enters as V + Phi. With `heuristic_prior` the greedy heuristic's
    action scores are part of the policy's input (`teacher.py`); with `teacher_coef` a decaying
@@ -43,13 +43,14 @@ from colony_env import symmetry
 from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
-from .checkpoint import CheckpointError, read_checkpoint, save_checkpoint
-from .config import ConfigError, TrainConfig, load_config, save_config, split_overrides
-from .model import MaskedCategorical, PolicyValueNet, legal_slots
+from ..augment import AUG_SYMS, augment
+from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from ..config import ConfigError, TrainConfig, load_config, save_config, split_overrides
+from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from .opponents import OpponentPool
-from .ppo import LossInfo, per_player_gae, ppo_loss
+from .loss import LossInfo, per_player_gae, ppo_loss
 from .shaping import mover_potential
-from .teacher import greedy_action_features, greedy_best_slots, teacher_weight
+from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
@@ -57,7 +58,6 @@ METRIC_FIELDS = (
     "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
-_AUG_SYMS = np.asarray(symmetry.COLOUR_PRESERVING, np.int64)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -73,21 +73,6 @@ def make_env(cfg: TrainConfig, seed: int):
     from colony_env.vector import ColonyVectorEnv
 
     return ColonyVectorEnv(cfg.num_envs, seed=seed, max_plies=cfg.max_plies)
-
-
-# --- symmetry augmentation ------------------------------------------------------------------
-def augment(obs: np.ndarray, ids: np.ndarray, syms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Show sample i in board symmetry syms[i]: planes moved, candidate action ids mapped.
-
-    Slot j of the result is the image of slot j of the input, so a slot sampled in the
-    symmetric frame indexes the same canonical action in `ids`.
-    """
-    n, c = obs.shape[:2]
-    gather = symmetry.CELL_GATHER[syms]  # [N, 100]
-    flat = obs.reshape(n, c, -1)
-    obs_aug = np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(obs.shape)
-    ids_aug = np.take_along_axis(symmetry.ACTION_MAP[syms], ids, axis=1)
-    return obs_aug, ids_aug
 
 
 def candidates(v) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +176,7 @@ class SelfPlay:
             ids, valid = candidates(v)  # canonical frame
             phi[t] = mover_potential(self.env.states, cfg.shaping_scale)
             if cfg.augment_symmetry:
-                obs, net_ids = augment(v.obs, ids, self.rng.choice(_AUG_SYMS, size=n))
+                obs, net_ids = augment(v.obs, ids, self.rng.choice(AUG_SYMS, size=n))
             else:
                 obs, net_ids = v.obs, ids
             feats = None
@@ -321,8 +306,8 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
 def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int,
                    max_plies: int = DEFAULT_MAX_PLIES) -> dict[str, dict[str, float]]:
     """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process)."""
-    from .checkpoint import PolicyAgent
-    from .evaluate import evaluate
+    from ..checkpoint import PolicyAgent
+    from ..eval.evaluate import evaluate
 
     agent = PolicyAgent(_cpu_copy(model), name="learner", greedy=True)
     games = max(2, games + games % 2)  # each setup is played once with each colour
@@ -532,7 +517,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     finally:
         log.close()
     try:
-        from .plot import plot_run
+        from ..eval.plot import plot_run
 
         plot_run(run_dir)
     except Exception as e:  # plotting must never lose a finished run

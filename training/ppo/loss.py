@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .model import MaskedCategorical
+from ..model import MaskedCategorical
 
 N_COLOURS = 2
 

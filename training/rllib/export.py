@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError, save_checkpoint
+from ..checkpoint import CheckpointError, save_checkpoint
 
 MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
 
@@ -47,7 +47,7 @@ def export_rllib_checkpoint(rllib_checkpoint: str | Path, out: str | Path, modul
 
     from colony_env.observation import OBS_CHANNELS
 
-    from .rllib_selfplay import ColonyRLModule, net_from_module_state
+    from .selfplay import ColonyRLModule, net_from_module_state
 
     ckpt = find_rllib_checkpoint(rllib_checkpoint)
     module_dir = ckpt / MODULE_DIR / module_id

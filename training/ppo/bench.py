@@ -1,4 +1,4 @@
-"""Training throughput: `python -m training.bench_train [--config configs/quickstart.yaml] [--iterations 5]`.
+"""Training throughput: `python -m training.ppo.bench [--config configs/quickstart.yaml] [--iterations 5]`.
 
 Runs full PPO iterations (rollout in the vector env with batched inference, per-colour GAE,
 minibatch updates) with the config's model and prints the median env steps per second,
@@ -19,13 +19,13 @@ import torch
 def main(argv: list[str] | None = None) -> int:
     from colony_env.observation import OBS_CHANNELS
 
-    from .config import ConfigError, load_config
-    from .model import PolicyValueNet
+    from ..config import ConfigError, load_config
+    from ..model import PolicyValueNet
     from .opponents import OpponentPool
-    from .ppo import per_player_gae
+    from .loss import per_player_gae
     from .train import GameStats, SelfPlay, ppo_update, resolve_device
 
-    p = argparse.ArgumentParser(prog="python -m training.bench_train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m training.ppo.bench", description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/quickstart.yaml")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations (after one warm-up)")
     p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda"))

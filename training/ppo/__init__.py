@@ -1,0 +1,1 @@
+"""Self-play PPO: the trainer (`colony-train`), its loss, opponent pool, reward shaping and throughput bench."""
