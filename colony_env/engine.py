@@ -269,7 +269,7 @@ def _as_action(action: Any) -> int:
     try:
         return operator.index(action)
     except TypeError:
-        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1}, got {action!r}") from None
+        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1} (R8), got {action!r}") from None
 
 
 def apply_action(state: GameState, action: int) -> GameState:

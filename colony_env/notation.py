@@ -146,7 +146,7 @@ _WHY = {
     _core.E_GAME_OVER: "the game is over; no action is legal (R8.4)",
     _core.E_RANGE: "it is outside the action space 0..16000 (R8)",
     _core.E_PASS: "pass is legal only when no other action is (R4.3)",
-    _core.E_EMPTY: "{src} is empty",
+    _core.E_EMPTY: "{src} is empty: there is no satellite there to move (R4)",
     _core.E_NOT_YOURS: "{src} holds an opposing satellite; {mover} is to move (R4)",
     _core.E_SAT_LOCKED: "the satellite on {src} is connected, and connected satellites never move (R3.2)",
     _core.E_OFF_BOARD: "the target is off the board (R4.1)",
@@ -202,7 +202,8 @@ def board_text(state: "GameState") -> str:
                 cells.append((p.upper() if conn[r, c] else p) + str(abs(v)))
         lines.append(f"{BOARD_SIZE - r:>2} " + " ".join(cells))
     lines.append("    " + "  ".join(FILES))
-    status = f"over ({state.end_reason}), winner: {state.winner or 'draw'}" if state.is_over else f"{state.to_move} to move"
+    winner = state.winner  # Colour.RED is 0, so `state.winner or 'draw'` would call red's wins draws
+    status = f"over ({state.end_reason}), winner: {winner if winner is not None else 'draw'}" if state.is_over else f"{state.to_move} to move"
     extra = f"ply {state.ply}/{state.max_plies}, unlocked={state.unlocked}"
     if state.finished is not None:
         extra += f", {state.finished} finished, grace left {state.grace_left}"
