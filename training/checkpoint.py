@@ -15,12 +15,20 @@ stranger cannot run code on load. It holds
 
 Files are written atomically (temporary file, fsync, `os.replace`), so a crash mid-save
 leaves the previous checkpoint intact.
+
+Loading trusts nothing in the file: the zip archive's CRC-32 of every record is verified
+(a flipped byte anywhere is refused, not loaded), a pickle that would run code is refused in
+plain words, every field has its expected type, weights must be finite, and the declared
+architecture is checked against the stored tensors' shapes before any network is built (a
+small file cannot make the loader allocate a large one). Every failure is a one-line
+`CheckpointError`.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -98,22 +106,83 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, A
     return path
 
 
+_UNSAFE_GLOBAL = re.compile(r"(?:unsupported|Unsupported global:) GLOBAL ([\w.]+)")  # torch's wording varies by version
+
+
+def _verify_archive(p: Path) -> None:
+    """Every record of the zip archive torch.save wrote must match its CRC-32.
+
+    torch.load itself does not check them, so a flipped byte inside a tensor would load as a
+    silently different network.
+    """
+    with zipfile.ZipFile(p) as archive:
+        bad = archive.testzip()
+    if bad is not None:
+        raise CheckpointError(f"{str(p)!r} is corrupt: record {bad!r} fails its CRC check (damaged on disk or in transfer)")
+
+
+def _torch_load(p: Path) -> Any:
+    """`torch.load(weights_only=True)` with every failure turned into a one-line `CheckpointError`."""
+    try:
+        _verify_archive(p)
+        return torch.load(p, map_location="cpu", weights_only=True)
+    except CheckpointError:
+        raise
+    except pickle.UnpicklingError as e:
+        unsafe = _UNSAFE_GLOBAL.search(str(e))
+        if unsafe or "Weights only load failed" in str(e):
+            what = unsafe.group(1) if unsafe else "a non-data object"
+            raise CheckpointError(
+                f"{str(p)!r} was refused as unsafe: loading it would run code ({what}); a checkpoint holds only tensors "
+                "and plain data, so this file is not one (nothing from it was run)"
+            ) from None
+        raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt or truncated): {_first_line(e)}") from None
+    except Exception as e:  # noqa: BLE001 - any failure to parse the bytes means the file is not a checkpoint
+        raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt, truncated or another kind of file): {_first_line(e)}") from None
+
+
+def _same(got: Any, want: Any) -> bool:
+    """`got == want` for plain data, False (not an exception) for a tensor or another odd type."""
+    if type(got) is not type(want):
+        return False
+    try:
+        return bool(got == want)
+    except Exception:  # noqa: BLE001 - e.g. a list holding tensors
+        return False
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return (lines[0] if lines else type(e).__name__)[:160]
+
+
+def _check_fields(p: Path, data: dict[str, Any]) -> None:
+    """Types of the fields every reader relies on, and finite weights."""
+    for key in ("architecture", "model", "config", "meta"):
+        if key not in data:
+            raise CheckpointError(f"{str(p)!r} is incomplete: missing '{key}'")
+        if not isinstance(data[key], dict):
+            raise CheckpointError(f"{str(p)!r} is damaged: field '{key}' must be a dict, got {type(data[key]).__name__}")
+    for name, tensor in data["model"].items():
+        if not isinstance(name, str) or not isinstance(tensor, torch.Tensor) or tensor.layout != torch.strided:
+            raise CheckpointError(f"{str(p)!r} is damaged: field 'model' must map parameter names to dense tensors, got {str(name)[:60]!r}: {type(tensor).__name__}")
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{str(p)!r} has non-finite weights (NaN or inf) in {name!r}: it was saved from a diverged run; use an earlier checkpoint")
+
+
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load and check a checkpoint's format; raises `CheckpointError` with the reason."""
     p = Path(path)
+    if p.is_dir():
+        raise CheckpointError(f"{str(p)!r} is a directory, not a checkpoint file")
     if not p.is_file():
         raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
-    try:
-        data = torch.load(p, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [type(e).__name__]
-        first = next((ln for ln in lines if "Unsupported global" in ln), lines[0])  # the unsafe-object case
-        raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt, truncated or unsafe): {first[:200]}") from None
+    data = _torch_load(p)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(p)!r} is not a {CHECKPOINT_FORMAT} file")
     want = current_format()
     for key in ("format_version", "action_layout", "num_actions", "observation"):
-        if data.get(key) != want[key]:
+        if not _same(data.get(key), want[key]):
             got = data.get(key)
             if key == "observation":
                 got = f"{len(got) if isinstance(got, list) else '?'} planes"
@@ -123,21 +192,53 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(
                 f"{str(p)!r} was built for another format: {key} is {got}, this code needs {need}; retrain or use a matching version"
             )
-    for key in ("architecture", "model", "config", "meta"):
-        if key not in data:
-            raise CheckpointError(f"{str(p)!r} is incomplete: missing '{key}'")
+    _check_fields(p, data)
     return data
 
 
+_ARCH_INTS = ("in_channels", "channels", "blocks")
+
+
+def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[int, int, int, bool, bool]:
+    """PolicyValueNet's arguments from a checkpoint's `architecture`, bounded by the stored tensors.
+
+    No declared size may exceed what the file holds (a block has tensors of its own, a channel
+    count is some tensor's dimension), so even the shape-only network built next stays small.
+    """
+    values = [arch.get(k) for k in _ARCH_INTS]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
+        raise CheckpointError(f"checkpoint architecture {str(arch)[:120]} needs positive ints {', '.join(_ARCH_INTS)}")
+    in_channels, channels, blocks = values
+    largest_dim = max((d for t in stored.values() if isinstance(t, torch.Tensor) for d in t.shape), default=0)
+    if channels > largest_dim or in_channels > largest_dim or blocks > len(stored):
+        raise CheckpointError(
+            f"checkpoint architecture {str(arch)[:120]} does not match its weights: they hold {len(stored)} tensors "
+            f"of at most {largest_dim} channels"
+        )
+    return in_channels, channels, blocks, bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0))
+
+
 def build_model(data: dict[str, Any]) -> PolicyValueNet:
-    """The network stored in a checkpoint dict (from `read_checkpoint`), in eval mode."""
-    arch = data["architecture"]
+    """The network stored in a checkpoint dict (from `read_checkpoint`), in eval mode.
+
+    The declared architecture is first built on the `meta` device (shapes only, no memory) and
+    compared with the stored tensors, so a mismatch never allocates the declared network.
+    """
+    arch, stored = data["architecture"], data["model"]
+    if not isinstance(arch, dict) or not isinstance(stored, dict):
+        raise CheckpointError("checkpoint fields 'architecture' and 'model' must be dicts")
+    args = _architecture_args(arch, stored)
+    with torch.device("meta"):
+        expected = {k: tuple(v.shape) for k, v in PolicyValueNet(*args).state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in stored.items() if isinstance(v, torch.Tensor)}
+    if got != expected:
+        diff = sorted(set(expected) ^ set(got)) or [k for k in expected if expected[k] != got[k]]
+        raise CheckpointError(f"checkpoint weights do not match its architecture {str(arch)[:120]}: first difference at {diff[0]!r}")
+    model = PolicyValueNet(*args)
     try:
-        model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
-                               bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)))
-        model.load_state_dict(data["model"])
+        model.load_state_dict(stored)
     except (KeyError, TypeError, RuntimeError) as e:
-        raise CheckpointError(f"checkpoint weights do not match its architecture {arch}: {str(e).splitlines()[0][:200]}") from None
+        raise CheckpointError(f"checkpoint weights do not match its architecture {str(arch)[:120]}: {_first_line(e)}") from None
     if model.in_channels != observation.OBS_CHANNELS:
         raise CheckpointError(f"checkpoint expects {model.in_channels} observation planes, the encoder has {observation.OBS_CHANNELS}")
     return model.eval()
