@@ -22,10 +22,13 @@ hypothesis; the slow run is this file as a script:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -35,6 +38,7 @@ import reference_engine as ref
 MODES = ("uniform", "biased", "board")
 NORMAL_NEXT_STATES = 3  # normal moves whose next state is compared per position (all rare kinds are)
 NEAR_MISSES = 12  # illegal near-miss ids checked per position
+CORPUS = Path(__file__).parent / "data" / "differential_corpus.json"
 
 
 class Mismatch(AssertionError):
@@ -183,25 +187,87 @@ def choose(pub: ce.GameState, legal: list[int], mode: str, rng: np.random.Genera
     return legal[rng.integers(len(legal))]
 
 
+def game_positions(seed: int, mode: str) -> Iterator[ce.GameState]:
+    """Every position of one game from `new_game(seed)` driven by `choose`, the last included."""
+    rng = np.random.default_rng(seed)
+    pub = ce.new_game(seed)
+    while True:
+        yield pub
+        legal = ce.legal_actions(pub).tolist()
+        if not legal:
+            return
+        pub = ce.apply_action(pub, choose(pub, legal, mode, rng))
+
+
 def play_game(seed: int, mode: str, max_positions: int, stats: Stats, skip: int = 0) -> None:
     """One game from `new_game(seed)`, comparing every position after the first `skip`
     (played without comparison, to reach deep positions quickly) and the final one, up to
     `max_positions`."""
-    rng = np.random.default_rng(seed)
-    pub = ce.new_game(seed)
-    if ref.new_game(seed).to_dict() != pub.to_dict():  # R2 setup
-        _fail("setup differs", pub, detail=str(ref.new_game(seed).to_dict()))
+    rng = np.random.default_rng(seed + 1)
+    if ref.new_game(seed).to_dict() != ce.new_game(seed).to_dict():  # R2 setup
+        _fail("setup differs", ce.new_game(seed), detail=str(ref.new_game(seed).to_dict()))
     compared = 0
-    while compared < max_positions:
-        if pub.ply >= skip or pub.is_over:
-            legal = check_position(pub, rng, stats)
-            compared += 1
-        else:
-            legal = ce.legal_actions(pub).tolist()
-        if not legal:
-            stats.ends[pub.end_reason] += 1
+    for pub in game_positions(seed, mode):
+        if compared >= max_positions:
             return
-        pub = ce.apply_action(pub, choose(pub, legal, mode, rng))
+        if pub.ply >= skip or pub.is_over:
+            check_position(pub, rng, stats)
+            compared += 1
+        if pub.is_over:
+            stats.ends[pub.end_reason] += 1
+
+
+# --- a stored corpus of rare positions (tests/data/differential_corpus.json) ----------------------
+CORPUS_KINDS = {  # tag -> how many positions of that kind the corpus keeps
+    "displacement": 60,  # a displacement is legal (R4.2)
+    "grace": 20,  # a player is finished, the other has grace moves (R6.3)
+    "finishing": 15,  # some legal action makes a player finished (R6.3)
+    "ending": 15,  # some legal action ends the game (R6.2)
+    "crowded": 20,  # unlocked, 12+ satellites connected
+    "board": 20,  # a random board (any field values)
+}
+
+
+def position_tags(pub: ce.GameState) -> set[str]:
+    """Which rare kinds of CORPUS_KINDS `pub` is (judged with the compiled engine)."""
+    tags = set()
+    if pub.is_over:
+        return tags
+    ids = ce.legal_actions(pub)
+    if np.any((ids >= ref.DISPLACEMENT_BASE) & (ids < ref.PASS)):
+        tags.add("displacement")
+    if pub.finished is not None:
+        tags.add("grace")
+    nxt = [ce.apply_action(pub, int(a)) for a in ids]
+    if any(n.finished is not None and pub.finished is None for n in nxt):
+        tags.add("finishing")
+    if any(n.is_over for n in nxt):
+        tags.add("ending")
+    if pub.unlocked and sum(ce.connected_counts(pub)) >= 12:
+        tags.add("crowded")
+    return tags
+
+
+def make_corpus(seed: int = 0) -> list[dict]:
+    """Positions of each rare kind from biased games and random boards (R9 dicts, tagged)."""
+    want = dict(CORPUS_KINDS)
+    out: list[dict] = []
+    rng = np.random.default_rng(seed)
+    for _ in range(want.pop("board")):
+        out.append({"tags": ["board"], "state": random_board_state(rng).to_dict()})
+    while any(n > 0 for n in want.values()):
+        for pub in game_positions(seed, "biased"):
+            tags = {t for t in position_tags(pub) if want.get(t, 0) > 0}
+            if tags and rng.random() < 0.5:  # not every position of one game
+                out.append({"tags": sorted(tags), "state": pub.to_dict()})
+                for t in tags:
+                    want[t] -= 1
+        seed += 1
+    return out
+
+
+def corpus_states(path: Path = CORPUS) -> list[ce.GameState]:
+    return [ce.GameState.from_dict(e["state"]) for e in json.loads(path.read_text())]
 
 
 def random_board_state(rng: np.random.Generator) -> ce.GameState:
@@ -262,7 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--positions", type=int, default=100_000, help="positions to compare in all (split over the sources)")
     p.add_argument("--seed", type=int, default=0, help="first game seed")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated sources among {', '.join(MODES)}")
+    p.add_argument("--write-corpus", action="store_true", help=f"rewrite {CORPUS.relative_to(CORPUS.parents[2])} (rare positions, seeded) and stop")
     args = p.parse_args(argv)
+    if args.write_corpus:
+        corpus = make_corpus(args.seed)
+        CORPUS.parent.mkdir(exist_ok=True)
+        CORPUS.write_text(json.dumps(corpus, indent=0) + "\n")
+        print(f"wrote {len(corpus)} positions to {CORPUS}: {Counter(t for e in corpus for t in e['tags'])}")
+        return 0
     modes = args.modes.split(",")
     bad = [m for m in modes if m not in MODES]
     if bad or args.positions < 1:

@@ -53,13 +53,6 @@ def test_random_boards_agree(seed):
     assert stats.positions == 15
 
 
-def test_biased_driver_reaches_the_rare_actions():
-    """The biased source does what it is for: displacements and grace are reached (fixed seeds)."""
-    stats = diff.Stats()
-    diff.run(0, "biased", 150, stats, skip=40)
-    assert stats.kinds["displacement"] > 0 and stats.unlocked > 100
-
-
 R10_BOARD = """
 .
 .
@@ -95,3 +88,15 @@ def test_the_comparison_has_teeth(monkeypatch, broken):
         monkeypatch.setattr(ref, "apply", lambda st_, a: real_apply(st_, a).__class__(**{**real_apply(st_, a).__dict__, "ply": 99}))
     with pytest.raises(diff.Mismatch):
         diff.check_position(s, np.random.default_rng(0), diff.Stats())
+
+
+def test_rare_positions_corpus_agrees():
+    """The stored corpus (`python tests/differential.py --write-corpus`): positions with a legal
+    displacement, in grace, one action from finishing or ending, crowded, random boards."""
+    import numpy as np
+
+    stats = diff.Stats()
+    rng = np.random.default_rng(0)
+    for s in diff.corpus_states():
+        diff.check_position(s, rng, stats)
+    assert stats.positions == len(diff.corpus_states()) and stats.with_displacement >= 60 and stats.in_grace >= 20
