@@ -46,7 +46,7 @@ def _walk(env, seed: int, plies: int):
         obs, _, term, trunc, _ = env.last()
         if term or trunc:
             return
-        state = env.unwrapped.state
+        state = env.unwrapped.game_state
         yield agent, obs, state
         env.step(int(rng.choice(np.flatnonzero(obs[MASK_KEY]))))
 
@@ -73,12 +73,12 @@ def test_adapter_maps_blue_canonical_actions_to_the_board():
     env.reset(seed=2)
     env.step(int(np.flatnonzero(env.last()[0][MASK_KEY])[0]))  # red moves; blue (transposed view) is next
     assert env.agent_selection == "player_1"
-    state = env.unwrapped.state
+    state = env.unwrapped.game_state
     canonical = int(np.flatnonzero(env.last()[0][MASK_KEY])[-1])
     board = int(symmetry.canonical_action_to_board(canonical, ce.Colour.BLUE))
     assert board != canonical  # the frames really differ for this action
     env.step(canonical)
-    assert env.unwrapped.state == ce.apply_action(state, board)
+    assert env.unwrapped.game_state == ce.apply_action(state, board)
 
 
 # --- the RLModule ----------------------------------------------------------------------------------
