@@ -1,0 +1,543 @@
+"""The single-agent task as a `gymnasium.vector.VectorEnv`: N learners, each against a fixed opponent.
+
+    >>> import gymnasium, numpy as np, colony_env
+    >>> envs = gymnasium.make_vec("colony_env/ColonySingleAgent-v0", num_envs=256,
+    ...                           vectorization_mode="vector_entry_point", opponent="random")
+    >>> obs, infos = envs.reset(seed=0)                      # float32[256, 26, 10, 10]
+    >>> masks = infos["action_mask"]                         # bool[256, 16001], also envs.call("action_masks")
+    >>> rng = np.random.default_rng(0)
+    >>> actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+    >>> obs, rewards, terminations, truncations, infos = envs.step(actions)
+
+Slot `i` behaves exactly like `ColonySingleAgentEnv` (`wrappers.py`; same arguments:
+`opponent`, `learner_colour`, `max_plies`, `canonical`, `illegal_action`) inside
+Gymnasium's `SyncVectorEnv`: the same seeds (`reset(seed=s)` seeds slot i with s + i, a
+list seeds each slot), the same random draws, so the same observations, rewards,
+terminations, truncations and infos (the tests step both in lockstep). The difference is
+speed: the learner's move, the random opponent's replies, the planes and the masks of all
+N games are computed in compiled passes over the packed states, not one env at a time.
+
+Gymnasium's conventions, exactly:
+
+* `single_observation_space` `Box(0, 1, (26, 10, 10), float32)`, `single_action_space`
+  `Discrete(16001)`; the batched `observation_space` / `action_space` from `batch_space`.
+* `step` returns `(obs, rewards float64[N], terminations bool[N], truncations bool[N],
+  infos)`; `terminated` at a game end (R6.2), `truncated` at the ply limit (rewards still
+  paid, R7.4) .
+* `metadata["autoreset_mode"]` is the `autoreset_mode` argument: `NEXT_STEP` (default, as
+  `SyncVectorEnv`: the step that ends an episode returns its final observation; the next
+  step resets that slot, ignores its action, and returns reward 0), `SAME_STEP` (the slot
+  is reset at once; `infos["final_obs"]` / `infos["final_info"]` hold the final
+  observation and info) or `DISABLED` (reset ended slots yourself with
+  `reset(options={"reset_mask": mask})`).
+* `infos` in `SyncVectorEnv`'s layout: every key of the single env's info (learner_colour,
+  ply, action_mask, and at the end end_reason, winner) as an array over the slots, with a
+  boolean `_key` array saying which slots have it.
+* `call(name)` / `get_attr(name)` return a tuple over the slots, as `SyncVectorEnv` does,
+  for `action_masks`, `game_state`, `learner`, `to_board_action` and `render`.
+
+The opponent is batched in compiled code when it is the random agent (`"random"` or
+`RandomAgent()`); any other opponent (`"greedy"`, `"mcts:N"`, an agent object such as a
+trained policy from `training.agent_specs.make_agent("checkpoint:PATH")`, a callable) is
+asked slot by slot, in the same order and with the same generators as the single env.
+
+This is the Gymnasium path for users' own pipelines (CleanRL-style loops, `make_vec`).
+The project's self-play trainer uses `colony_env.vector.ColonyVectorEnv` (both colours
+learn, rewards for both, observations for the colour to move).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+from numba import njit
+
+from . import _core
+from .agents import RandomAgent
+from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN, Colour
+from .engine import GameState, IllegalActionError, apply_action, new_game
+from .observation import OBS_SHAPE, encode_into
+from .symmetry import TRANSPOSE_ACTIONS
+from .wrappers import ILLEGAL_ACTION_MODES, ILLEGAL_ACTION_REWARD, LEARNER_COLOURS, _as_policy, as_action_id
+
+MAX_LEGAL = _core.MAX_LEGAL
+PLY_LIMIT_REASON = 1 + END_REASONS.index("ply_limit")  # I_REASON code of a truncation (R6.2.4)
+ILLEGAL_ACTION = "illegal_action"  # the end reason the single env reports
+_COLOUR_NAMES = np.array([str(Colour.RED), str(Colour.BLUE)], dtype=object)
+_POOL_SIZE = 3  # mask buffers kept for reuse: the caller usually holds the last one or two
+CALLABLE_NAMES = ("action_masks", "game_state", "learner", "to_board_action", "render")
+
+
+# ---------------------------------------------------------------------------------
+# Compiled passes over the N packed states (engine kernels only; no rule decided here)
+
+
+@njit(cache=True)
+def _check_actions(actions: np.ndarray, active: np.ndarray, legal: np.ndarray, counts: np.ndarray, illegal: np.ndarray) -> int:
+    """Mark active slots whose (learner-frame) action is not in their legal list; returns how many."""
+    bad = 0
+    for i in range(actions.shape[0]):
+        illegal[i] = False
+        if not active[i]:
+            continue
+        act = actions[i]
+        found = False
+        for j in range(counts[i]):
+            if legal[i, j] == act:
+                found = True
+                break
+        if not found:
+            illegal[i] = True
+            bad += 1
+    return bad
+
+
+@njit(cache=True)
+def _apply_learner(states: np.ndarray, actions: np.ndarray, play: np.ndarray, transposed: np.ndarray) -> None:
+    """Apply each playing slot's legal learner action, mapped to the board frame."""
+    for i in range(actions.shape[0]):
+        if play[i]:
+            act = actions[i]
+            if transposed[i]:
+                act = TRANSPOSE_ACTIONS[act]
+            states[i, :] = _core.apply_unchecked(states[i], act)
+
+
+@njit(cache=True)
+def _opponent_turns(
+    states: np.ndarray, learner: np.ndarray, slots: np.ndarray, pending: np.ndarray, legal: np.ndarray, counts: np.ndarray
+) -> int:
+    """Flag the given games in which the opponent is to move and list its legal board ids,
+    sorted as `engine.legal_actions` gives them (pass alone when nothing else is, R4.3)."""
+    n_pending = 0
+    for i in range(states.shape[0]):
+        a = states[i]
+        pending[i] = slots[i] and a[I_REASON] == 0 and a[I_TO_MOVE] != learner[i]
+        if pending[i]:
+            n = _core._generate(a, legal[i], False)
+            if n == 0:
+                legal[i, 0] = PASS_ACTION
+                n = 1
+            counts[i] = n
+            n_pending += 1
+    return n_pending
+
+
+@njit(cache=True)
+def _apply_picks(
+    states: np.ndarray, learner: np.ndarray, pending: np.ndarray, legal: np.ndarray, counts: np.ndarray, picks: np.ndarray
+) -> int:
+    """Apply each pending game's picked opponent action; then, as `_opponent_turns`, flag the
+    games in which the opponent is still to move (R6.3: grace moves) and list its actions."""
+    for i in range(states.shape[0]):
+        if pending[i]:
+            states[i, :] = _core.apply_unchecked(states[i], legal[i, picks[i]])
+    return _opponent_turns(states, learner, pending.copy(), pending, legal, counts)
+
+
+@njit(cache=True)
+def _outcomes(states: np.ndarray, learner: np.ndarray, stepped: np.ndarray, rewards: np.ndarray, term: np.ndarray, trunc: np.ndarray) -> None:
+    """Rewards (R7.4, the learner's view), terminations and truncations (R6.2) of stepped slots."""
+    for i in range(states.shape[0]):
+        if not stepped[i]:
+            continue
+        a = states[i]
+        reason = a[I_REASON]
+        if reason == 0:
+            continue
+        w = _core.winner(a[:N_CELLS])
+        if w != NOBODY:
+            rewards[i] = 1.0 if w == learner[i] else -1.0
+        if reason == PLY_LIMIT_REASON:
+            trunc[i] = True
+        else:
+            term[i] = True
+
+
+@njit(cache=True)
+def _observe(
+    states: np.ndarray, learner: np.ndarray, transposed: np.ndarray, over: np.ndarray, rows: np.ndarray,
+    obs: np.ndarray, mask: np.ndarray, legal: np.ndarray, counts: np.ndarray,
+) -> None:  # fmt: skip
+    """The learner's planes, legal ids (its frame) and mask bits in the selected games; no
+    legal action once its episode is over (`mask` rows must be clear on entry)."""
+    for i in range(states.shape[0]):
+        if not rows[i]:
+            continue
+        a = states[i]
+        encode_into(a, learner[i], transposed[i], obs[i])
+        if over[i] or a[I_TO_MOVE] != learner[i]:
+            counts[i] = 0
+            continue
+        ids = legal[i]
+        n = _core._generate(a, ids, False)
+        if n == 0:  # R4.3
+            ids[0] = PASS_ACTION
+            n = 1
+        if transposed[i]:
+            for j in range(n):
+                ids[j] = TRANSPOSE_ACTIONS[ids[j]]
+        row = mask[i]
+        for j in range(n):
+            row[ids[j]] = True
+        counts[i] = n
+
+
+# ---------------------------------------------------------------------------------
+
+
+class ColonyGymVectorEnv(VectorEnv):
+    """N single-agent Colony games as one `gymnasium.vector.VectorEnv` (see the module docstring).
+
+    Args:
+        num_envs: number of games N.
+        opponent, learner_colour, max_plies, canonical, illegal_action, render_mode: as for
+            `ColonySingleAgentEnv`, the same for every slot.
+        autoreset_mode: `AutoresetMode.NEXT_STEP` (default), `SAME_STEP` or `DISABLED`
+            (or their string values).
+    """
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        opponent: Any = None,
+        learner_colour: str | Colour = "random",
+        max_plies: int = DEFAULT_MAX_PLIES,
+        canonical: bool = True,
+        illegal_action: str = "lose",
+        render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if isinstance(learner_colour, Colour):
+            learner_colour = str(learner_colour)
+        if learner_colour not in LEARNER_COLOURS:
+            raise ValueError(f"learner_colour must be one of {LEARNER_COLOURS}, got {learner_colour!r}")
+        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 2:
+            raise ValueError(f"max_plies must be an int >= 2 (the learner must get a move), got {max_plies!r}")
+        new_game(0, int(max_plies))  # the engine's own range check (int32 state)
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
+        if render_mode is not None and render_mode not in ("ansi", "rgb_array"):
+            raise ValueError(f"render_mode must be 'ansi', 'rgb_array' or None, got {render_mode!r}")
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, got {autoreset_mode!r}") from None
+        self._opponent, self.opponent_name = _as_policy(opponent)
+        # The random agent is batched; its draws are RandomAgent.act's: rng.integers(#legal).
+        self._random_opponent = type(getattr(self._opponent, "__self__", None)) is RandomAgent
+        self.num_envs = int(num_envs)
+        self.learner_colour_mode = learner_colour
+        self.max_plies = int(max_plies)
+        self.canonical = bool(canonical)
+        self.illegal_action = illegal_action
+        self.render_mode = render_mode
+        self.autoreset_mode = mode
+        self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi", "rgb_array"], "render_fps": 2}
+        self.single_observation_space = spaces.Box(low=0.0, high=1.0, shape=OBS_SHAPE, dtype=np.float32)
+        self.single_action_space = spaces.Discrete(N_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+
+        n = self.num_envs
+        self._states = np.zeros((n, STATE_LEN), np.int32)
+        self._learner = np.zeros(n, np.int64)  # Colour per slot, drawn at each episode start
+        self._transposed = np.zeros(n, np.bool_)  # the learner sees the transpose (blue, canonical)
+        self._over = np.ones(n, np.bool_)  # episode over: game over or an illegal learner action
+        self._autoreset = np.zeros(n, np.bool_)  # NEXT_STEP: reset these at the next step
+        self._rngs: list[np.random.Generator | None] = [None] * n  # each slot's env.np_random
+        self._legal = np.zeros((n, MAX_LEGAL), np.int16)  # the learner's legal ids (its frame)
+        self._counts = np.zeros(n, np.int32)
+        self._opp_legal = np.zeros((n, MAX_LEGAL), np.int16)  # the opponent's (board frame)
+        self._opp_counts = np.zeros(n, np.int32)
+        self._mask: np.ndarray | None = None  # the mask handed out last (belongs to the caller)
+        self._pool: list[np.ndarray] = []  # mask buffers to recycle once the caller let go
+        self._started = False
+
+    # --- Gymnasium VectorEnv API -----------------------------------------------------
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start new episodes: every slot, or those in `options["reset_mask"]` (bool[N]).
+        `seed`: None, an int (slot i gets seed + i) or a list of N ints or Nones."""
+        seeds = self._slot_seeds(seed)
+        reset_mask = np.ones(self.num_envs, np.bool_)
+        if options is not None:
+            if not isinstance(options, dict):
+                raise ValueError(f"options must be a dict or None, got {type(options).__name__}")
+            if "reset_mask" in options:
+                reset_mask = np.asarray(options["reset_mask"])
+                if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_ or not reset_mask.any():
+                    raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with a True, got {reset_mask.dtype}{list(reset_mask.shape)}")
+        if not self._started and not reset_mask.all():
+            raise ValueError("the first reset() must reset every slot (no reset_mask)")
+        self._started = True
+        slots = np.flatnonzero(reset_mask)
+        for i in slots:
+            self._start_episode(int(i), seeds[i])
+        self._autoreset[slots] = False
+        self._opponents_move(reset_mask)
+        obs, mask = self._observe()
+        infos: dict[str, Any] = {}
+        self._common_infos(infos, mask, reset_mask)
+        return obs, infos
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One learner action per slot (its frame), then the opponents' replies (R6.3, R6.4)."""
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        n = self.num_envs
+        acts, bad_input = self._as_actions(actions)
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._over.any():
+            raise RuntimeError(f"slots {np.flatnonzero(self._over).tolist()} are over; autoreset_mode is DISABLED, so reset(options={{'reset_mask': ...}}) them first")
+        restart = self._autoreset.copy()  # NEXT_STEP: these slots reset and ignore their action
+        active = ~restart
+        illegal = np.zeros(n, np.bool_)
+        _check_actions(acts, active, self._legal, self._counts, illegal)
+        illegal |= bad_input & active
+        errors: dict[int, str] = {}
+        if illegal.any():
+            for i in np.flatnonzero(illegal):
+                errors[int(i)] = self._explain(int(i), actions, acts, bool(bad_input[i]))
+            if self.illegal_action == "raise":
+                i = next(iter(errors))
+                raise IllegalActionError(f"slot {i}: learner action {self._action_repr(actions, i)} (learner's frame): {errors[i]}")
+        play = active & ~illegal
+        _apply_learner(self._states, acts, play, self._transposed)
+        for i in np.flatnonzero(restart):
+            self._start_episode(int(i), None)
+        self._opponents_move(play | restart)
+        rewards = np.zeros(n, np.float64)  # as SyncVectorEnv
+        term = np.zeros(n, np.bool_)
+        trunc = np.zeros(n, np.bool_)
+        _outcomes(self._states, self._learner, play, rewards, term, trunc)
+        for i, error in errors.items():
+            rewards[i] = ILLEGAL_ACTION_REWARD
+            term[i] = True
+            gymnasium.logger.warn(f"slot {i}: learner action {self._action_repr(actions, i)} (learner's frame): {error}; the episode ends with reward {ILLEGAL_ACTION_REWARD:+g}")
+        ended = term | trunc
+        self._over = ended.copy()
+        infos: dict[str, Any] = {}
+        if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
+            final_obs, final_mask = self._observe(ended)
+            final_infos: dict[str, Any] = {}
+            self._common_infos(final_infos, final_mask, ended)
+            self._end_infos(final_infos, ended, errors)
+            for i in np.flatnonzero(ended):
+                self._add_info(infos, {"final_obs": final_obs[i], "final_info": self._slot_info(final_infos, int(i))}, int(i))
+            for i in np.flatnonzero(ended):
+                self._start_episode(int(i), None)
+            self._opponents_move(ended)
+            self._over[:] = False
+        else:
+            self._autoreset = ended if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros(n, np.bool_)
+        obs, mask = self._observe()
+        everyone = np.ones(n, np.bool_)
+        self._common_infos(infos, mask, everyone)
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:
+            self._end_infos(infos, ended, errors)
+        return obs, rewards, term, trunc, infos
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Each slot's picture (`rgb_array`) or text (`ansi`), as `SyncVectorEnv` gives them."""
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        from . import render
+
+        draw = render.render_ansi if self.render_mode == "ansi" else render.render_rgb
+        return tuple(draw(self.game_state(i)) for i in range(self.num_envs))
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """`SyncVectorEnv.call` for the single env's methods and attributes in `CALLABLE_NAMES`:
+        a tuple over the slots (`call("action_masks")`: each slot's bool[16001] mask)."""
+        if name == "action_masks":
+            return tuple(self.action_masks())
+        if name == "game_state":
+            return tuple(self.game_state(i) for i in range(self.num_envs))
+        if name == "learner":
+            return tuple(Colour(int(c)) for c in self._learner)
+        if name == "to_board_action":
+            return tuple(self._board_action(i, as_action_id(args[0] if args else kwargs["action"])) for i in range(self.num_envs))
+        if name == "render":
+            return self.render() or (None,) * self.num_envs
+        raise AttributeError(f"ColonyGymVectorEnv.call supports {CALLABLE_NAMES}, got {name!r}")
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """`call(name)`, as `SyncVectorEnv.get_attr`; plain settings (e.g. `max_plies`) repeat per slot."""
+        if name in CALLABLE_NAMES:
+            return self.call(name)
+        if name in ("max_plies", "canonical", "illegal_action", "opponent_name", "render_mode", "learner_colour_mode"):
+            return (getattr(self, name),) * self.num_envs
+        raise AttributeError(f"ColonyGymVectorEnv.get_attr supports {CALLABLE_NAMES} and the settings, got {name!r}")
+
+    # --- extras ------------------------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """bool[N, 16001]: each learner's legal actions in its frame (all False once its episode
+        is over); a fresh array, the same as `infos["action_mask"]` of the last call."""
+        if self._mask is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._mask.copy()
+
+    def game_state(self, i: int) -> GameState:
+        """Slot `i`'s engine `GameState` (board frame)."""
+        return GameState.from_array(self._states[i])
+
+    def to_board_actions(self, actions: np.ndarray) -> np.ndarray:
+        """int64[N]: the learners' action ids (their frames) as board-frame ids."""
+        acts = np.asarray(actions, dtype=np.int64)
+        return np.where(self._transposed, TRANSPOSE_ACTIONS[acts], acts)
+
+    # --- internals ---------------------------------------------------------------------
+    def _slot_seeds(self, seed: Any) -> list[int | None]:
+        """`SyncVectorEnv`'s seeding: an int gives slot i seed + i."""
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        if isinstance(seed, (list, tuple)) and len(seed) == self.num_envs:
+            return list(seed)
+        raise ValueError(f"seed must be None, an int or a list of {self.num_envs} ints or Nones, got {seed!r}")
+
+    def _start_episode(self, i: int, seed: int | None) -> None:
+        """`ColonySingleAgentEnv.reset` for slot i, up to the opponent's opening moves."""
+        if seed is not None or self._rngs[i] is None:
+            self._rngs[i], _ = seeding.np_random(seed)
+        rng = self._rngs[i]
+        mode = self.learner_colour_mode
+        learner = Colour(int(rng.integers(2))) if mode == "random" else Colour[mode.upper()]
+        self._learner[i] = int(learner)
+        self._transposed[i] = self.canonical and learner == Colour.BLUE
+        self._states[i] = new_game(rng, self.max_plies)._a
+        self._over[i] = False
+
+    def _opponents_move(self, slots: np.ndarray) -> None:
+        """In the given slots the opponent moves until its learner is to move or the game is over."""
+        pending = np.zeros(self.num_envs, np.bool_)
+        if self._random_opponent:
+            n_pending = _opponent_turns(self._states, self._learner, slots, pending, self._opp_legal, self._opp_counts)
+            picks = np.zeros(self.num_envs, np.int64)
+            while n_pending:
+                rows = np.flatnonzero(pending).tolist()
+                rngs, counts = self._rngs, self._opp_counts[pending].tolist()
+                # RandomAgent.act's draw (rng.integers(#legal)), from each slot's own generator.
+                picks[rows] = [rngs[i].integers(n) for i, n in zip(rows, counts)]
+                n_pending = _apply_picks(self._states, self._learner, pending, self._opp_legal, self._opp_counts, picks)
+            return
+        while _opponent_turns(self._states, self._learner, slots, pending, self._opp_legal, self._opp_counts):
+            for i in np.flatnonzero(pending):
+                    s = GameState.from_array(self._states[i])
+                    action = self._opponent(s, self._rngs[i])
+                    try:
+                        self._states[i] = apply_action(s, action)._a
+                    except IllegalActionError as exc:
+                        raise IllegalActionError(f"opponent {self.opponent_name!r} ({s.to_move}): {exc}") from None
+
+    def _mask_buffer(self) -> np.ndarray:
+        """A clear bool[N, 16001] buffer: a recycled one the caller let go of, else a new one.
+        (A fresh 4 MB mask per step costs about a page fault per row; see `vector.py`.)"""
+        probe = np.empty(0)
+        holder = [probe]  # held as a pool buffer is: by a list and one local name
+        free = sys.getrefcount(probe)
+        del holder
+        for buf in self._pool:
+            if sys.getrefcount(buf) <= free:  # nothing outside the pool holds it (or a view of it)
+                buf.fill(False)  # the caller may have written into it
+                return buf
+        buf = np.zeros((self.num_envs, N_ACTIONS), np.bool_)
+        if len(self._pool) < _POOL_SIZE:
+            self._pool.append(buf)
+        return buf
+
+    def _observe(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(planes, masks) of every slot, or only of `rows` (final observations; the rest zero)."""
+        self._mask = None  # drop our own reference, so last step's buffer can be recycled
+        if rows is None:
+            obs = np.empty((self.num_envs, *OBS_SHAPE), np.float32)
+            mask = self._mask_buffer()
+            _observe(self._states, self._learner, self._transposed, self._over, np.ones(self.num_envs, np.bool_), obs, mask, self._legal, self._counts)
+            self._mask = mask
+            return obs, mask
+        obs = np.zeros((self.num_envs, *OBS_SHAPE), np.float32)
+        mask = np.zeros((self.num_envs, N_ACTIONS), np.bool_)
+        legal, counts = np.zeros_like(self._legal), np.zeros_like(self._counts)  # the learners' lists stay
+        _observe(self._states, self._learner, self._transposed, self._over, rows, obs, mask, legal, counts)
+        return obs, mask
+
+    def _common_infos(self, infos: dict[str, Any], mask: np.ndarray, has: np.ndarray) -> None:
+        """The keys every single-env info has, in `SyncVectorEnv`'s layout (`_key`: which slots)."""
+        colours = _COLOUR_NAMES[self._learner]
+        plies = self._states[:, I_PLY].astype(np.int64)
+        if not has.all():  # slots without an info this call hold the dtype's empty value
+            colours[~has] = None
+            plies[~has] = 0
+            mask = mask & has[:, None]
+        infos["learner_colour"], infos["_learner_colour"] = colours, has.copy()
+        infos["ply"], infos["_ply"] = plies, has.copy()
+        infos["action_mask"], infos["_action_mask"] = mask, has.copy()
+
+    def _end_infos(self, infos: dict[str, Any], ended: np.ndarray, errors: dict[int, str]) -> None:
+        for i in np.flatnonzero(ended):
+            i = int(i)
+            if i in errors:
+                s = self.game_state(i)
+                extra = {"end_reason": ILLEGAL_ACTION, "error": errors[i]}
+                if s.is_over:  # pragma: no cover - an illegal action is refused in a live game
+                    extra["winner"] = None if s.winner is None else str(s.winner)
+            else:
+                s = self.game_state(i)
+                extra = {"end_reason": s.end_reason, "winner": None if s.winner is None else str(s.winner)}
+            self._add_info(infos, extra, i)
+
+    @staticmethod
+    def _slot_info(infos: dict[str, Any], i: int) -> dict[str, Any]:
+        """Slot i's single-env info back out of the batched layout."""
+        return {k: v[i] for k, v in infos.items() if not k.startswith("_") and infos[f"_{k}"][i]}
+
+    def _as_actions(self, actions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(int64[N] ids, bool[N] not-an-integer): each element judged as the single env would."""
+        arr = np.asarray(actions) if not isinstance(actions, np.ndarray) else actions
+        if arr.shape != (self.num_envs,):
+            raise ValueError(f"actions must have shape ({self.num_envs},), one per slot, got shape {list(arr.shape)}")
+        if np.issubdtype(arr.dtype, np.integer):
+            acts = arr.astype(np.int64, copy=False)
+            return acts, np.zeros(self.num_envs, np.bool_)
+        acts = np.full(self.num_envs, -1, np.int64)
+        bad = np.zeros(self.num_envs, np.bool_)
+        for i, a in enumerate(arr.tolist() if arr.dtype != object else list(arr)):
+            try:
+                acts[i] = as_action_id(a)
+            except (IllegalActionError, OverflowError):
+                bad[i] = True
+        return acts, bad
+
+    @staticmethod
+    def _action_repr(actions: Any, i: int) -> str:
+        try:
+            return repr(actions[i])
+        except Exception:  # pragma: no cover - an unindexable batch was refused before
+            return "?"
+
+    def _board_action(self, i: int, action: int) -> int:
+        return int(TRANSPOSE_ACTIONS[action]) if self._transposed[i] and 0 <= action < N_ACTIONS else action
+
+    def _explain(self, i: int, actions: Any, acts: np.ndarray, bad_input: bool) -> str:
+        """The single env's message for slot i's illegal action."""
+        try:
+            action_id = as_action_id(actions[i] if bad_input else int(acts[i]))
+            if not 0 <= action_id < N_ACTIONS:
+                raise IllegalActionError(f"action {action_id} is outside the action space 0..{N_ACTIONS - 1} (R8)")
+            apply_action(self.game_state(i), self._board_action(i, action_id))
+        except IllegalActionError as exc:
+            return str(exc)
+        return f"action {int(acts[i])} is not legal"  # pragma: no cover - the legal list and the engine agree
+
+
+__all__ = ["ColonyGymVectorEnv"]
