@@ -9,6 +9,7 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents import GreedyAgent, RandomAgent
+from colony_env.render import describe_result
 from training.eval.evaluate import play_game
 from training.eval.records import GameRecord, RecordError, read_records, replay_main, write_records
 
@@ -84,7 +85,7 @@ def test_replay_cli_prints_the_game(tmp_path, played, capsys):
     assert replay_main([str(path)]) == 0
     out = capsys.readouterr().out
     assert f"ply 1: red (greedy) plays {rec.moves[0]}" in out
-    assert f"result: {rec.result} by {rec.end_reason} after {len(actions)} plies" in out
+    assert f"result after {len(actions)} plies: {describe_result(final)}" in out  # the result in words
     assert replay_main([str(path), "--list"]) == 0
     assert "greedy (red) vs random (blue)" in capsys.readouterr().out
 
@@ -118,3 +119,21 @@ def test_replay_cli_writes_gif_and_png_with_the_rgb_renderer(tmp_path, played, c
     with Image.open(png) as im:
         assert im.width > 0 and im.height > 0
     assert "wrote" in capsys.readouterr().out
+
+
+def test_replay_cli_draws_one_position(tmp_path, played, capsys):
+    from PIL import Image
+
+    initial, final, actions = played
+    path = write_records(tmp_path / "g.jsonl", [GameRecord.from_game(initial, actions, {"red": "a", "blue": "b"})])
+    png = tmp_path / "end.png"
+    assert replay_main([str(path), "--png", str(png), "--ply", "-1"]) == 0
+    assert f"after ply {len(actions)} of {len(actions)}" in capsys.readouterr().out
+    from colony_env import render
+
+    with Image.open(png) as im:
+        assert (im.height, im.width) == render.render_rgb(final).shape[:2]
+    for args, needle in [(["--ply", "3"], "use it with --png"), (["--png", str(png), "--ply", str(len(actions) + 1)], "out of range")]:
+        assert replay_main([str(path), *args]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1

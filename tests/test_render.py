@@ -143,3 +143,98 @@ def test_render_cli(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         render.main(["--cell-px", "3", "--out", str(out)])
     assert "cell_px" in capsys.readouterr().err
+
+
+# --- replays: the last move, colony tags, legend and the result in words (issue 12) -----------
+def _greedy_game(seed: int) -> list[tuple[ce.GameState, int]]:
+    from colony_env.agents import GreedyAgent
+
+    rng, agent, s, history = np.random.default_rng(seed), GreedyAgent(), ce.new_game(seed), []
+    while not s.is_over:
+        a = int(agent.act(s, rng))
+        history.append((s, a))
+        s = ce.apply_action(s, a)
+    history.append((s, -1))
+    return history
+
+
+def _pixels(img: np.ndarray, rgb: tuple[int, int, int], r: int, c: int) -> int:
+    """How many pixels of colour rgb lie in cell (r, c) of the board."""
+    y0, x0 = render.TOP_PX + render.MARGIN_PX + r * render.CELL_PX, render.MARGIN_PX + c * render.CELL_PX
+    return int(np.all(img[y0 : y0 + render.CELL_PX, x0 : x0 + render.CELL_PX] == rgb, axis=2).sum())
+
+
+def test_rgb_marks_the_last_move_from_and_to() -> None:
+    before = ce.new_game(0)
+    a = ce.parse_action("c10-c7", before)
+    after = ce.apply_action(before, a)
+    plain, marked = render.render_rgb(after), render.render_rgb(after, last_move=(before, a))
+    assert plain.shape == marked.shape
+    for r in (0, 1, 2, 3):  # c10 (left, dashed ring in red) .. c7 (reached): the arrow's cells
+        assert _pixels(marked, render.MOVE_RGB, r, 2) > 0 and _pixels(plain, render.MOVE_RGB, r, 2) == 0
+    assert _pixels(marked, render.RED_RGB, 0, 2) > 0 and _pixels(plain, render.RED_RGB, 0, 2) == 0  # c10 is empty now
+    assert _pixels(marked, render.MOVE_RGB, 4, 2) == 0  # nothing beyond the target
+
+
+def test_rgb_marks_the_pushed_satellite_of_a_displacement() -> None:
+    s = pos(
+        """
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . r1 . . .
+        . . . . . r2 b3 . . .
+        . . r4 . . . b1 . . .
+        """
+    )
+    a = ce.parse_action("c4-g4>h3", s)
+    img = render.render_rgb(ce.apply_action(s, a), last_move=(s, a))
+    assert _pixels(img, render.MOVE_RGB, 6, 4) > 0  # the move's arrow crosses e4
+    assert _pixels(img, render.MOVE_RGB, 7, 7) > 0  # the push arrow reaches h3
+    assert _pixels(img, render.MOVE_RGB, 7, 5) == 0
+
+
+def test_rgb_tags_each_colony_and_draws_a_legend() -> None:
+    img = render.render_rgb(CROWNED)
+    assert _pixels(img, render.RED_RGB, 0, 0) > 0 and _pixels(img, render.BLUE_RGB, 4, 5) > 0
+    below = img[render.TOP_PX + 2 * render.MARGIN_PX + 10 * render.CELL_PX :]
+    assert np.any(np.all(below == render.MOVE_RGB, axis=2))  # the legend's arrow, even without a move
+    assert np.any(np.all(below == render.GOLD, axis=2))  # its crown and bolt
+    tie = pos("r1 b2 r1")  # equal totals: the tag is grey
+    assert _pixels(render.render_rgb(tie), render.NOBODY_RGB, 0, 0) > 0
+
+
+def test_describe_result_in_words() -> None:
+    assert render.describe_result(pos("r1 b3 r1", passes=2)) == (
+        "blue wins: 1 colony to 0; the game ended after two passes in a row")
+    assert render.describe_result(pos("r1 b3 r1", ply=50, max_plies=50)).endswith(
+        "the game was stopped at the ply limit (50 plies)")
+    tiebreak = pos(
+        """
+        . . . . . . . . . .
+        . r2 b1 r2 . . b2 r1 b3 .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . r1 b2 r1 . . . . .
+        """,
+        passes=2,
+    )
+    assert render.describe_result(tiebreak).startswith(
+        "red wins on the tiebreak: 1 colony each, red alone controls one of the lowest total (5)")
+    assert render.describe_result(pos("r1 b2 r1", passes=2)).startswith("draw: no colony is controlled")
+    grace = _greedy_game(2)[-1][0]
+    assert grace.end_reason == "grace" and render.describe_result(grace).endswith(
+        f"the game ended after {grace.finished.opponent}'s third grace move")
+    full = _greedy_game(0)[-1][0]
+    assert full.end_reason == "connected23" and f"when {sum(ce.connected_counts(full))} satellites were connected" in (
+        render.describe_result(full))
+    with pytest.raises(ValueError, match="finished game"):
+        render.describe_result(ce.new_game(0))
+
+
+def test_final_frame_caption_fits() -> None:
+    history = _greedy_game(2)
+    final, (before, a) = history[-1][0], history[-2]
+    img = render.render_rgb(final, last_move=(before, a), caption="x" * 400)  # shrinks, never fails
+    assert img.shape == render.render_rgb(final).shape

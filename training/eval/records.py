@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import colony_env as ce
+from colony_env.render import describe_result, render_rgb
 
 RECORD_FORMAT = "colony-game-record"
 RECORD_VERSION = 1
@@ -205,16 +206,18 @@ def board_display(state: ce.GameState) -> str:
     return fn(state, color=sys.stdout.isatty()) if callable(fn) else ce.board_text(state)
 
 
-def rgb_frame(state: ce.GameState):  # -> np.ndarray (H, W, 3) uint8
-    """One image of the position from the env's `rgb_array` renderer (`colony_env.render`)."""
-    try:
-        from colony_env import render
-    except ImportError:
-        raise RecordError("image output needs the rgb_array renderer (colony_env.render), which is not installed") from None
-    fn = getattr(render, "render_rgb", None)
-    if not callable(fn):
-        raise RecordError("colony_env.render has no render_rgb(state); image output is unavailable")
-    return fn(state)
+def rgb_frame(state: ce.GameState, last_move: tuple[ce.GameState, int] | None = None,
+              caption: str | None = None):  # -> np.ndarray (H, W, 3) uint8
+    """One image of the position from the `rgb_array` renderer (`colony_env.render`), with the
+    move that led to it marked and a caption under the board."""
+    return render_rgb(state, last_move=last_move, caption=caption)
+
+
+def frame_caption(rec: GameRecord, i: int, states: list[ce.GameState]) -> str:
+    """What a picture of position i says under the board: the start, the move just played, or the result in words."""
+    if i == len(states) - 1 and states[i].is_over:
+        return describe_result(states[i])
+    return _caption(rec, i, states)
 
 
 def _caption(rec: GameRecord, i: int, states: list[ce.GameState]) -> str:
@@ -233,7 +236,8 @@ def _write_images(rec: GameRecord, states: list[ce.GameState], gif: Path | None,
     picks = list(range(0, len(states), every))
     if picks[-1] != len(states) - 1:
         picks.append(len(states) - 1)
-    frames = [np.asarray(rgb_frame(states[i]), dtype=np.uint8) for i in picks]
+    frames = [np.asarray(rgb_frame(states[i], (states[i - 1], rec.actions[i - 1]) if i else None,
+                                   frame_caption(rec, i, states)), dtype=np.uint8) for i in picks]
     if gif is not None:
         images = [Image.fromarray(f) for f in frames]
         gif.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +256,15 @@ def _write_images(rec: GameRecord, states: list[ce.GameState], gif: Path | None,
         print(f"wrote {png} ({len(frames)} positions, every {every} plies)")
 
 
+def _write_frame(rec: GameRecord, states: list[ce.GameState], i: int, png: Path) -> None:
+    from PIL import Image
+
+    frame = rgb_frame(states[i], (states[i - 1], rec.actions[i - 1]) if i else None, frame_caption(rec, i, states))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(frame).save(png)
+    print(f"wrote {png} (the position after ply {i} of {len(states) - 1})")
+
+
 def replay_main(argv: list[str] | None = None) -> int:
     """Entry point of `colony-replay`."""
     parser = argparse.ArgumentParser(
@@ -266,6 +279,8 @@ def replay_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--png", type=Path, help="write a PNG contact sheet of the positions here")
     parser.add_argument("--every", type=int, default=1, help="for images: one frame every K plies (default 1)")
     parser.add_argument("--fps", type=float, default=4.0, help="GIF frames per second (default 4)")
+    parser.add_argument("--ply", type=int, default=None,
+                        help="for --png: draw only the position after this many plies (0 = the start, -1 = the end)")
     args = parser.parse_args(argv)
     try:
         if args.every < 1 or args.fps <= 0 or args.delay < 0:
@@ -279,6 +294,13 @@ def replay_main(argv: list[str] | None = None) -> int:
             raise RecordError(f"--game {args.game} is out of range: the file holds games 0..{len(records) - 1}")
         rec = records[args.game]
         states = rec.replay()
+        if args.ply is not None:
+            if not args.png or args.gif:
+                raise RecordError("--ply picks the one position that --png draws; use it with --png and without --gif")
+            if not -len(states) <= args.ply < len(states):
+                raise RecordError(f"--ply {args.ply} is out of range: game {args.game} has positions 0..{len(states) - 1}")
+            _write_frame(rec, states, args.ply % len(states), args.png)
+            return 0
         if args.gif or args.png:
             _write_images(rec, states, args.gif, args.png, args.every, args.fps)
             return 0
@@ -290,7 +312,9 @@ def replay_main(argv: list[str] | None = None) -> int:
                 input("(Enter for the next move) ")
             elif args.delay:
                 time.sleep(args.delay)
-        print(f"result: {rec.result} by {rec.end_reason} after {len(rec.actions)} plies")
+        final = states[-1]
+        words = describe_result(final) if final.is_over else f"{rec.result} by {rec.end_reason}"
+        print(f"result after {len(rec.actions)} plies: {words}")
         return 0
     except RecordError as e:
         print(f"colony-replay: error: {e}", file=sys.stderr)
