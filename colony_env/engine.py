@@ -239,9 +239,27 @@ def new_game(seed: int | np.random.Generator | None = None, max_plies: int = DEF
     max_plies = check_max_plies(max_plies)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     values = np.array(SATELLITE_VALUES)
+    red = rng.permutation(values)
+    return setup_game(red, rng.permutation(values), max_plies)
+
+
+def setup_game(red_values: Any, blue_values: Any, max_plies: int = DEFAULT_MAX_PLIES) -> GameState:
+    """The R2 setup with given value orders along each colour's start cells (`new_game` draws
+    them at random; the OpenSpiel game deals them as chance outcomes). Each order must be a
+    permutation of the 12 values of R2.2, or a `ValueError` says so."""
+    max_plies = check_max_plies(max_plies)
+    orders = []
+    for name, order in (("red_values", red_values), ("blue_values", blue_values)):
+        try:
+            vals = [int(v) for v in order]
+        except (TypeError, ValueError):
+            vals = None
+        if vals is None or sorted(vals) != sorted(SATELLITE_VALUES):
+            raise ValueError(f"{name} must be an ordering of {list(SATELLITE_VALUES)} (R2.2), got {order!r:.80}")
+        orders.append(vals)
     a = np.zeros(STATE_LEN, STATE_DTYPE)
-    _setup_cells(RED_START_CELLS, rng.permutation(values), 1, a)
-    _setup_cells(BLUE_START_CELLS, rng.permutation(values), -1, a)
+    _setup_cells(RED_START_CELLS, orders[0], 1, a)
+    _setup_cells(BLUE_START_CELLS, orders[1], -1, a)
     a[I_FINISHED] = NOBODY
     a[I_MAX_PLIES] = max_plies
     a[I_UNLOCKED] = int(_core._any_edge_empty(a[:N_CELLS]))  # R2.5: an edge may start empty
@@ -456,4 +474,5 @@ __all__ = [
     "legal_action_mask",
     "legal_actions",
     "new_game",
+    "setup_game",
 ]
