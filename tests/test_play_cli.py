@@ -98,3 +98,31 @@ def test_cli_saves_the_record_and_rejects_bad_specs(tmp_path, capsys, monkeypatc
     assert "legal moves:" in res.stdout and f"saved the game to {record}" in res.stdout
     (rec,) = read_records(record)
     assert rec.agents["red"] == "human" and rec.meta["seed"] == 1
+
+
+def test_help_lists_every_agent_spec_form_with_a_working_example(capsys):
+    import pytest
+
+    from training.eval.agent_specs import parse_agent_spec
+    from training.eval.play import spec_forms
+
+    forms = spec_forms()
+    texts = [f for f, _, _ in forms]
+    assert {"random", "greedy", "mcts:N", "mcts:N:C", "checkpoint:PATH", "checkpoint:PATH:sample",
+            "checkpoint:PATH:mcts:N", "checkpoint:PATH:mcts:N:C"} <= set(texts)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for form, meaning, example in forms:
+        assert form in out and meaning in out
+        parse_agent_spec(example)  # every example is a spec the tools accept
+        assert example == form or f"e.g. colony-play {example}" in out
+
+
+def test_unreachable_cell_points_to_moves():
+    s, out = session([])
+    s.read = scripted(["a10-j1", "e4 to e5", "quit"])  # a10-j1: not along one line within 4 cells
+    s.run()
+    text = "\n".join(out)
+    assert "is not 1..4 cells from a10" in text and "type 'moves' for the legal ones" in text
+    assert "cannot read 'e4 to e5'" in text and "type 'help' for the commands" in text

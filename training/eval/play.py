@@ -13,6 +13,7 @@ JSON-lines record at the end (`colony-replay FILE` shows it again).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, PASS_ACTION
 
+from . import agent_specs
 from .agent_specs import AgentSpecError, make_agent
 from .records import GameRecord, board_display, write_records
 
@@ -33,6 +35,36 @@ HELP = (
 )
 DEFAULT_RECORD_DIR = Path("runs") / "games"
 COLOURS = ("red", "blue", "random")
+
+
+# Placeholders of the spec table in agent_specs' docstring, and what the examples put in their place.
+EXAMPLE_VALUES = (("PATH", "checkpoints/colony_ppo.pt"), ("OPT...", "puct"), ("N", "200"), ("C", "2"))
+_SPEC_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*(.*?)\s*\|\s*$")
+
+
+def spec_forms() -> list[tuple[str, str, str]]:
+    """(form, meaning, example) for every agent-spec form, read from the table in
+    `training.eval.agent_specs`' docstring, so the help can never miss a form listed there."""
+    forms = []
+    for line in (agent_specs.__doc__ or "").splitlines():
+        m = _SPEC_ROW.match(line.strip())
+        if m and m.group(1) != "spec":
+            example = m.group(1)
+            for placeholder, value in EXAMPLE_VALUES:
+                example = example.replace(placeholder, value)
+            forms.append((m.group(1), m.group(2).replace("`", ""), example))
+    return forms
+
+
+def spec_epilog() -> str:
+    lines = ["agent specs (the same strings colony-eval takes):"]
+    for form, meaning, example in spec_forms():
+        lines.append(f"  {form}")
+        lines.append(f"      {meaning}")
+        if example != form:
+            lines.append(f"      e.g. colony-play {example}")
+    lines.append("In the game type 'moves' to list the legal moves, 'help' for the commands.")
+    return "\n".join(lines)
 
 
 def legal_moves_text(state: ce.GameState) -> str:
@@ -130,8 +162,9 @@ class PlaySession:
                     return
                 except ce.IllegalActionError as e:
                     self.write(f"{e}; type 'moves' for the legal ones")
-                except ValueError as e:
-                    self.write(f"{e}; type 'help' for the commands")
+                except ValueError as e:  # unreadable text -> the commands; a cell out of reach -> the legal moves
+                    unreadable = str(e).startswith("cannot read") or "is not a cell" in str(e)
+                    self.write(f"{e}; type " + ("'help' for the commands" if unreadable else "'moves' for the legal ones"))
 
     def agent_turn(self) -> None:
         state = self.state
@@ -162,8 +195,9 @@ class PlaySession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="colony-play", description="Play Colony against an agent in the terminal.",
-                                     epilog="Agent specs: random, greedy, mcts:N, mcts:N:C, checkpoint:PATH")
-    parser.add_argument("agent", help="the opponent's agent spec, e.g. greedy or mcts:200")
+                                     epilog=spec_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("agent", help="the opponent's agent spec, e.g. greedy, mcts:200 or "
+                        "checkpoint:checkpoints/colony_ppo.pt:mcts:200 (all forms below)")
     parser.add_argument("--colour", choices=COLOURS, default="red", help="your colour (red moves first; default red)")
     parser.add_argument("--seed", type=int, default=None, help="setup seed (default: random)")
     parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES, help="ply limit (R6.2)")
