@@ -9,9 +9,12 @@ allowed, because a typo in a config must never silently train the wrong thing fo
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import math
 import re
+import textwrap
 import types
 import typing
 from dataclasses import dataclass, field
@@ -70,19 +73,29 @@ class TrainConfig:
 
     # --- PPO ---
     learning_rate: float = 3e-4
+    """Adam step size at the start of the run."""
     anneal_lr: bool = True
     """Linearly decay the learning rate to 0 over the run."""
     gamma: float = 0.995
     """Discount per own decision of a colour."""
     gae_lambda: float = 0.95
+    """GAE's lambda: 0 bootstraps after one step, 1 uses the whole return."""
     update_epochs: int = 3
+    """Passes over each rollout batch per PPO update."""
     num_minibatches: int = 4
+    """Minibatches per epoch (minibatch size = batch / num_minibatches)."""
     clip_coef: float = 0.2
+    """PPO's clipping range for the probability ratio."""
     clip_vloss: bool = True
+    """Clip the value loss around the old value estimates, as the policy ratio is clipped."""
     ent_coef: float = 0.01
+    """Weight of the entropy bonus (over the legal actions)."""
     vf_coef: float = 0.5
+    """Weight of the value loss."""
     max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
     norm_adv: bool = True
+    """Normalise the advantages within each minibatch."""
     target_kl: float = 0.0
     """Stop the epochs of one update early when the approximate KL exceeds this; 0 disables it."""
 
@@ -179,6 +192,56 @@ def config_keys(cls: type) -> tuple[str, ...]:
 
 
 CONFIG_KEYS: tuple[str, ...] = config_keys(TrainConfig)
+HELP_WIDTH = 100  # columns of the key listing in --help
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each field of a config dataclass (CleanRL style), one line
+    each; inherited fields included. Read from the source, as these strings are not kept at runtime."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not dataclasses.is_dataclass(klass):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError):  # no source (e.g. a class made at runtime): no meanings to show
+            continue
+        body = tree.body[0].body
+        for node, after in zip(body, body[1:]):
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):  # fmt: skip
+                docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def _type_name(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def _default_text(value: Any) -> str:
+    """A default as it would be written in the YAML file (or after --key on the command line)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value) if value == "" or value.strip() != value or " " in value else value
+    if isinstance(value, list):
+        return "[" + ", ".join(_default_text(v) for v in value) + "]"
+    return repr(value)
+
+
+def config_help(cls: type) -> str:
+    """Every configurable key of config dataclass `cls`, with its type, default and meaning, for
+    an argparse epilog (use `formatter_class=argparse.RawDescriptionHelpFormatter`)."""
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    defaults = cls()
+    lines = ["config keys (in the YAML file, or on the command line as --key VALUE):"]
+    for key in config_keys(cls):
+        flag = "--" + key.replace("_", "-")
+        lines.append(f"  {flag} {_type_name(hints[key]).upper()}  (default: {_default_text(getattr(defaults, key))})")
+        meaning = docs.get(key, "")
+        lines.extend(textwrap.wrap(meaning, HELP_WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 6))
+    return "\n".join(lines)
 
 
 def _coerce(cls: type, key: str, value: Any) -> Any:

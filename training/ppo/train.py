@@ -45,7 +45,7 @@ from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint
-from ..config import ConfigError, TrainConfig, load_config, save_config, split_overrides
+from ..config import ConfigError, TrainConfig, config_help, load_config, save_config, split_overrides
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from .opponents import OpponentPool
 from .loss import LossInfo, per_player_gae, ppo_loss
@@ -530,6 +530,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="colony-train",
         description="Self-play PPO for Colony. Any config key can be overridden: --num-envs 16 --total-steps 1e5.",
+        epilog=config_help(TrainConfig),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", help="YAML config (configs/quickstart.yaml, configs/selfplay_ppo.yaml)")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue a run from RUN_DIR/checkpoints/latest.pt")
