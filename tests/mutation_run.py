@@ -73,6 +73,12 @@ def prepare(workdir: Path) -> None:
     text, n = NJIT_LINE.subn("", core.read_text())
     if n == 0:
         raise SystemExit(f"no @njit lines found in {core}: has the kernel module changed shape?")
+    # `_build_tables` runs once at import, before mutmut forks a worker per mutant, so its
+    # mutants could never take effect there; the differential test checks the tables'
+    # geometry through every move instead (docs/mutation_testing.md).
+    text, n_tables = re.subn(r"^(def _build_tables\(\).*:)$", r"\1  # pragma: no mutate block", text, flags=re.MULTILINE)
+    if n_tables != 1:
+        raise SystemExit(f"def _build_tables() not found in {core}: has the kernel module changed shape?")
     core.write_text(text)
     tests = list(TESTS)
     quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
