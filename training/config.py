@@ -23,7 +23,11 @@ from typing import Any
 
 import yaml
 
+from .runlog import atomic_write_text
+
 DEVICES = ("auto", "cpu", "cuda")
+SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
+INT_MAX = 2**31 - 1  # no count in a config needs more; larger values are typos (1e30) that overflow later
 # Agent specs understood by the evaluation module (colony_env.agents / training.eval.agent_specs):
 # `random`, `greedy`, `mcts:N` (N rollouts per move).
 _SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
@@ -160,10 +164,11 @@ class TrainConfig:
 def _check_ranges(c: TrainConfig) -> None:
     def need(ok: bool, key: str, allowed: str) -> None:
         if not ok:
-            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r} is invalid; allowed: {allowed}")
+            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r:.80} is invalid; allowed: {allowed}")
 
+    need(0 <= c.seed <= SEED_MAX, "seed", f"an integer in 0..{SEED_MAX}")
     if c.device not in DEVICES:
-        raise ConfigError(f"config key 'device' = {c.device!r} is invalid; allowed: {', '.join(DEVICES)}")
+        raise ConfigError(f"config key 'device' = {c.device!r:.40} is invalid; allowed: {', '.join(DEVICES)}")
     for key in ("total_steps", "num_envs", "rollout_steps", "max_plies", "channels", "blocks", "update_epochs",
                 "num_minibatches", "torch_threads", "pool_size", "snapshot_every", "checkpoint_every",
                 "eval_games"):
@@ -182,7 +187,7 @@ def _check_ranges(c: TrainConfig) -> None:
     for spec in c.eval_opponents:
         if not isinstance(spec, str) or not _SPEC_RE.match(spec):
             raise ConfigError(
-                f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N (N >= 1)"
+                f"config key 'eval_opponents' has {spec!r:.60}; allowed agent specs: random, greedy, mcts:N (N >= 1)"
             )
 
 
@@ -252,40 +257,47 @@ def _coerce(cls: type, key: str, value: Any) -> Any:
         if isinstance(value, str):  # CLI: "random,greedy" or a YAML list
             value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"config key '{key}' must be a list of strings, got {value!r}")
+            raise ConfigError(f"config key '{key}' must be a list of strings, got {value!r:.80}")
         return list(value)
     if origin in (typing.Union, types.UnionType):
         raise AssertionError(f"unsupported union type for {key}")  # no config uses one
     if want is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"config key '{key}' must be true or false, got {value!r}")
+        raise ConfigError(f"config key '{key}' must be true or false, got {value!r:.60}")
     if want in (int, float) and isinstance(value, str):
         try:  # PyYAML (YAML 1.1) reads "3e-4" and "1e6" as strings
             value = float(value)
         except ValueError:
             pass
     if want is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, float) and value.is_integer():  # YAML reads 1e6 as a float
-            return int(value)
-        raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            limit = SEED_MAX if key == "seed" or key.endswith("_seed") else INT_MAX
+            if abs(value) > limit:
+                bits = value.bit_length()
+                shown = str(value) if bits <= 64 else f"{float(value):.3g}" if bits < 1000 else f"an integer of {bits} bits"
+                raise ConfigError(f"config key '{key}' = {shown} is out of range; allowed: an integer of at most {limit}")
+            return value
+        raise ConfigError(f"config key '{key}' must be an integer, got {value!r:.60}")
     if want is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"config key '{key}' must be a finite number, got {value!r}")
             return float(value)
-        raise ConfigError(f"config key '{key}' must be a number, got {value!r}")
+        raise ConfigError(f"config key '{key}' must be a number, got {value!r:.60}")
     if want is str:
         if value is None:  # `key:` with nothing after it in YAML
             return ""
         if isinstance(value, str):
             return value
-        raise ConfigError(f"config key '{key}' must be a string, got {value!r}")
+        raise ConfigError(f"config key '{key}' must be a string, got {value!r:.60}")
     raise AssertionError(f"unhandled type {want} for {key}")
 
 
 def _unknown(cls: type, key: str) -> ConfigError:
-    return ConfigError(f"unknown config key '{key}'; allowed keys: {', '.join(config_keys(cls))}")
+    return ConfigError(f"unknown config key '{key[:60]}'; allowed keys: {', '.join(config_keys(cls))}")
 
 
 def config_from_dict(values: dict[str, Any], base: Any = None, cls: type = None) -> Any:
@@ -308,13 +320,42 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: 
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {str(e).splitlines()[0]}") from None
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {str(p)!r} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {e.strerror or e}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader) or {}
+    except (yaml.YAMLError, ValueError, RecursionError) as e:  # ValueError: an integer too long to convert
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {' '.join(str(e).split())[:200]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
     data.update(overrides or {})
     return config_from_dict(data, cls=cls or TrainConfig)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error.
+
+    Plain PyYAML keeps the last value silently, so `learning_rate:` written twice in a long
+    config would train with whichever came last.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: let PyYAML report it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (line {key_node.start_mark.line + 1})", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_override(key: str, text: str, cls: type = None) -> tuple[str, Any]:
@@ -325,7 +366,7 @@ def parse_override(key: str, text: str, cls: type = None) -> tuple[str, Any]:
         raise _unknown(cls, name)
     try:
         value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: an integer too long to convert
         value = text
     if typing.get_type_hints(cls)[name] is str and not isinstance(value, str):
         value = text  # a run name like "001" stays a string
@@ -353,4 +394,5 @@ def split_overrides(rest: list[str], cls: type = None, example: str = "--num-env
 
 
 def save_config(cfg: TrainConfig, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    """Write the run's config atomically (a kill mid-write must not leave a run that cannot resume)."""
+    atomic_write_text(path, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
