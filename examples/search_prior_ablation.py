@@ -11,9 +11,9 @@ against `mcts:N` and `greedy` on the same paired setups:
   control for expert iteration: does distilling the search teach the network more than how flat
   a root prior the search wants?
 
-    python examples/search_prior_ablation.py --games 100 --seed 1          # README, "Search with the trained policy"
+    python examples/search_prior_ablation.py --games 100 --seed 1          # docs/experiments.md, "Search with the trained policy"
     python examples/search_prior_ablation.py --priors tempered --tempered STAGE2.pt --temperature 2 \
-        --opponents greedy --games 400 --seed 11 --workers 2               # README, "What the distillation changed"
+        --opponents greedy --games 400 --seed 11 --workers 2               # docs/experiments.md, "What the distillation changed"
 """
 
 from __future__ import annotations

@@ -354,7 +354,7 @@ def test_bench_cli_prints_simulations_per_second(capsys):
 
 
 def test_search_prior_ablation_example_runs(capsys):
-    """examples/search_prior_ablation.py (README, "Search with the trained policy"), tiny settings:
+    """examples/search_prior_ablation.py (docs/experiments.md, "Search with the trained policy"), tiny settings:
     each prior plays its games and the table shows them."""
     from tests_support import load_example
 
@@ -365,7 +365,7 @@ def test_search_prior_ablation_example_runs(capsys):
 
 
 def test_search_prior_ablation_tempered_control(capsys):
-    """The `tempered` row (README, "What the distillation changed") plays alone when asked; T <= 0 is refused."""
+    """The `tempered` row (docs/experiments.md, "What the distillation changed") plays alone when asked; T <= 0 is refused."""
     from tests_support import load_example
 
     example = load_example("search_prior_ablation.py")
