@@ -4,13 +4,17 @@
   observation that `last()` builds every step (as PettingZoo's `performance_benchmark`
   does), through the wrapped `colony_env.env()` and through `raw_env`;
 * `vector`: the batched vector env at N = 1, 64, 256 with random legal actions
-  (`ColonyVectorEnv.random_actions`), counting every game's step.
+  (`ColonyVectorEnv.random_actions`), counting every game's step;
+* `gym_vector`: the Gymnasium VectorEnv of the single-agent task (`gym_vector.py`) at
+  N = 1, 64, 256, random legal learner actions against the random opponent, counting
+  learner steps (each includes the opponent's replies); and, for comparison, Gymnasium's
+  `SyncVectorEnv` over the single-agent env at N = 16 on the same task.
 
 Each run reports the median over `--repeats` runs of `--seconds` each, as wall-clock
 steps/s and as steps per CPU-second of this process (the second is steadier on a shared
 machine: other processes' load lowers the first, not the second).
 
-    python -m colony_env.bench --only env --only vector
+    python -m colony_env.bench --only env --only vector --only gym_vector
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 from .bench import SECTIONS, _median_report
 
 VECTOR_SIZES = (1, 64, 256)
+SYNC_SIZE = 16  # SyncVectorEnv steps its envs one by one, so its rate hardly depends on N
 
 
 def _timed(run_chunk, seconds: float) -> tuple[float, float]:
@@ -78,6 +83,45 @@ def vector_rate(num_envs: int, seconds: float, seed: int = 0) -> tuple[float, fl
     return _timed(chunk, seconds)
 
 
+def gym_vector_rate(num_envs: int, seconds: float, seed: int = 0) -> tuple[float, float]:
+    """Learner steps/s of `ColonyGymVectorEnv` (random opponent) summed over the N slots."""
+    from .gym_vector import ColonyGymVectorEnv
+
+    envs = ColonyGymVectorEnv(num_envs, opponent="random")
+    envs.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+
+    def chunk(n: int = 10) -> int:
+        for _ in range(n):
+            envs.step(envs.random_actions(rng))
+        return n * num_envs
+
+    for _ in range(min(30, max(1, int(30 * seconds)))):  # warm-up and past the openings (short for smoke runs)
+        chunk()
+    return _timed(chunk, seconds)
+
+
+def sync_vector_rate(num_envs: int, seconds: float, seed: int = 0) -> tuple[float, float]:
+    """The same task through Gymnasium's `SyncVectorEnv` over `ColonySingleAgentEnv`."""
+    from gymnasium.vector import SyncVectorEnv
+
+    from .wrappers import ColonySingleAgentEnv
+
+    envs = SyncVectorEnv([lambda: ColonySingleAgentEnv(opponent="random") for _ in range(num_envs)])
+    _, infos = envs.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    state = {"masks": infos["action_mask"]}
+
+    def chunk(n: int = 5) -> int:
+        for _ in range(n):
+            actions = [rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in state["masks"]]
+            state["masks"] = envs.step(np.array(actions))[4]["action_mask"]
+        return n * num_envs
+
+    chunk()
+    return _timed(chunk, seconds)
+
+
 def _load_note() -> str:
     try:
         return f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
@@ -101,5 +145,17 @@ def bench_vector(args: argparse.Namespace) -> None:
         _median_report(f"vector env N={n}, random legal", "steps/cpu-s", [r[1] for r in rates])
 
 
+def bench_gym_vector(args: argparse.Namespace) -> None:
+    print(_load_note())
+    for n in VECTOR_SIZES:
+        rates = [gym_vector_rate(n, args.seconds, seed=i) for i in range(args.repeats)]
+        _median_report(f"gym vector env N={n}, vs random", "steps/s", [r[0] for r in rates])
+        _median_report(f"gym vector env N={n}, vs random", "steps/cpu-s", [r[1] for r in rates])
+    rates = [sync_vector_rate(SYNC_SIZE, args.seconds, seed=i) for i in range(args.repeats)]
+    _median_report(f"SyncVectorEnv N={SYNC_SIZE}, vs random", "steps/s", [r[0] for r in rates])
+    _median_report(f"SyncVectorEnv N={SYNC_SIZE}, vs random", "steps/cpu-s", [r[1] for r in rates])
+
+
 SECTIONS["env"] = bench_env
 SECTIONS["vector"] = bench_vector
+SECTIONS["gym_vector"] = bench_gym_vector

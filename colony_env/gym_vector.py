@@ -386,6 +386,13 @@ class ColonyGymVectorEnv(VectorEnv):
             raise RuntimeError("call reset() before action_masks()")
         return self._mask.copy()
 
+    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """int64[N]: a uniformly random legal action (learner's frame) in every slot; 0 where the
+        episode is over (the next step resets it and ignores the action). Cheaper than sampling
+        from the masks: the env keeps the legal lists."""
+        pick = (rng.random(self.num_envs) * self._counts).astype(np.int64)
+        return self._legal[np.arange(self.num_envs), pick].astype(np.int64) * (self._counts > 0)
+
     def game_state(self, i: int) -> GameState:
         """Slot `i`'s engine `GameState` (board frame)."""
         return GameState.from_array(self._states[i])

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium
 import numpy as np
 import pytest
@@ -174,3 +176,24 @@ def test_cleanrl_style_masked_ppo_loop() -> None:
         torch.set_num_threads(threads)
     assert np.isfinite(stats["loss"]) and stats["illegal"] == 0
     assert stats["episodes"] >= 8 and stats["learner_steps"] >= 8 * 16 * 3 - stats["episodes"]
+
+
+def test_random_actions_are_legal() -> None:
+    env = ColonyGymVectorEnv(5, max_plies=20)
+    _, infos = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        actions = env.random_actions(rng)
+        masks = infos["action_mask"]
+        assert all(m[a] for m, a in zip(masks, actions, strict=True) if m.any())
+        _, _, term, trunc, infos = env.step(actions)
+        assert "end_reason" not in infos or "illegal_action" not in set(infos["end_reason"][infos["_end_reason"]])
+
+
+def test_bench_section_prints_medians(capsys) -> None:
+    from colony_env import bench
+
+    bench.main(["--only", "gym_vector", "--repeats", "1", "--seconds", "0.02"])
+    out = capsys.readouterr().out
+    for label in ("gym vector env N=1,", "gym vector env N=256,", "SyncVectorEnv N=16,"):
+        assert re.search(re.escape(label) + r".*\d[\d,]* steps/s", out), out
