@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -38,7 +39,8 @@ from colony_env.agents import GreedyAgent, RandomAgent  # noqa: E402
 from training.eval.records import GameRecord, write_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINT = ROOT / "checkpoints" / "colony_ppo.pt"
+SHIPPED = "checkpoints/colony_ppo.pt"
+CHECKPOINT = ROOT / SHIPPED
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -97,8 +99,11 @@ def record(workdir) -> GameRecord:
 @pytest.fixture(scope="module")
 def server(workdir, record):
     port = _free_port()
+    # as a user in a checkout: the shipped checkpoint under checkpoints/ is found and offered by default
+    (workdir / "checkpoints").mkdir()
+    shutil.copy(CHECKPOINT, workdir / SHIPPED)
     cmd = [sys.executable, "-m", "training.web", "--port", str(port), "--out", "out", "--records", "input",
-           "--checkpoint", str(CHECKPOINT), "--workers", "2", "--think-limit", "300"]
+           "--workers", "2", "--think-limit", "300"]
     log = (workdir / "server.log").open("w")
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -236,7 +241,7 @@ def test_full_game_against_random_by_clicking(browser, server, workdir):
     assert saved[-1]["moves"] == moves and saved[-1]["agents"] == {"red": "human", "blue": "random"}
     screenshot(browser, workdir, "web_play.png")
     written = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file())
-    assert [p for p in written if not p.startswith(("input/", "out/", "server.log", "web_"))] == []
+    assert [p for p in written if not p.startswith(("input/", "checkpoints/", "out/", "server.log", "web_"))] == []
 
 
 # --- replay ------------------------------------------------------------------------------
@@ -303,13 +308,13 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
             assert "red finished; blue has 2 grace moves left" in text(browser, "facts")
             assert len(browser.find_elements(By.CSS_SELECTOR, "#facts .grace .bolt")) == states[ply].grace_left == 2
     analyser = browser.find_element(By.ID, "analyser")
-    assert analyser.get_attribute("value") == f"checkpoint:{CHECKPOINT}"  # offered by default
+    assert analyser.get_attribute("value") == f"checkpoint:{SHIPPED}"  # offered by default
     browser.find_element(By.ID, "analyse").click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#top-moves tbody tr"), what="the analysis")
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#value-graph polyline"), what="the value graph")
 
     state = states[ply]
-    api = _post(f"{server}/api/analyse", {"analyser": f"checkpoint:{CHECKPOINT}", "state": state.to_dict()})
+    api = _post(f"{server}/api/analyse", {"analyser": f"checkpoint:{SHIPPED}", "state": state.to_dict()})
     rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
             for tr in browser.find_elements(By.CSS_SELECTOR, "#top-moves tbody tr")]
     assert [r[0] for r in rows] == [m["notation"] for m in api["policy"]]
