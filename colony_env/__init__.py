@@ -1,7 +1,7 @@
 """Colony: a rules engine, PettingZoo environment and self-play toolkit for the board game.
 
 The engine API (pure functions over an immutable `GameState`) is re-exported here;
-see `colony_env.engine` for details and RULES.md for the rules it implements.
+see `colony_env.engine` for details and docs/rules.md for the rules it implements.
 """
 
 from pathlib import Path as _Path

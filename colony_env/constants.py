@@ -1,4 +1,4 @@
-"""Named constants of the game (RULES.md R1, R2, R6, R8) and of the packed state layout.
+"""Named constants of the game (docs/rules.md R1, R2, R6, R8) and of the packed state layout.
 
 Every number the rules use has a name here, so that no kernel, adapter or test
 carries a bare 10, 12 or 16000.

@@ -1,6 +1,6 @@
 """The public rules engine: an immutable `GameState` and pure functions over it.
 
-This is the one place that decides legality (RULES.md R4-R5), the turn sequence
+This is the one place that decides legality (docs/rules.md R4-R5), the turn sequence
 (R6), scoring (R7) and the state format (R9); the PettingZoo env, the vector env, the
 agents and the trainer all call it. The compiled kernels live in `_core.py`; this
 module adds the Python-facing types, validation and error messages.
@@ -55,7 +55,7 @@ from .notation import board_text, explain_illegal  # notation needs no engine im
 
 
 class IllegalActionError(ValueError):
-    """An action that RULES.md does not allow in the given state; the state is unchanged."""
+    """An action that docs/rules.md does not allow in the given state; the state is unchanged."""
 
 
 class GameState:

@@ -3,7 +3,7 @@
 # Colony
 
 A PettingZoo classic environment for Colony, a two-player board game of satellites
-that connect into colonies. The rules are in RULES.md (numbers like R4.2 below refer to
+that connect into colonies. The rules are in docs/rules.md (numbers like R4.2 below refer to
 it); this module only adapts the rules engine (`colony_env.engine`) to the AEC API.
 
 | Creation           | `pettingzoo.make("aec", "colony_env/colony-v0")` or `colony_env.colony_v0.env()` (wrapped) / `raw_env()` |

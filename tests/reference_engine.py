@@ -1,4 +1,4 @@
-"""A slow, plain-Python reference implementation of the Colony rules (RULES.md R1-R9).
+"""A slow, plain-Python reference implementation of the Colony rules (docs/rules.md R1-R9).
 
 Why it exists: the compiled engine (`colony_env`) checks each rule incrementally and
 the mask, the per-action check and the apply step share those checks, so a wrong rule

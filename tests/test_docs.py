@@ -83,6 +83,14 @@ def test_every_cited_rule_number_has_a_heading() -> None:
     assert not missing, "rule numbers cited but not a heading in docs/rules.md: " + repr(missing)
 
 
+def test_nothing_points_to_a_rule_book_outside_the_repository() -> None:
+    """The rules live in docs/rules.md; the spec file the project started from is not in a clone."""
+    outside = "RULES" + ".md"  # split so that this file does not match itself
+    hits = [str(p.relative_to(ROOT)) for p in repo_files()
+            if p.suffix in CITING_SUFFIXES and outside in p.read_text(encoding="utf-8", errors="replace")]
+    assert not hits, f"these files cite {outside}, which a clone does not have; cite docs/rules.md: {hits}"
+
+
 def test_illegal_action_messages_name_their_rule() -> None:
     from colony_env import notation
 

@@ -239,7 +239,7 @@ def test_r5_3_no_component_above_six():
 def test_r10_worked_example():
     s = pos(R10)
     a = act(s, "c4-g4>h3")
-    assert a == 11174  # RULES.md R10
+    assert a == 11174  # docs/rules.md R10
     after = assert_legal(s, a)
     assert after.board[6, 6] == 4 and after.board[7, 7] == -1 and after.board[6, 2] == 0
     assert [c.size for c in ce.colonies(after)] == [4]

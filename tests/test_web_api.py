@@ -330,7 +330,7 @@ def test_value_graph_from_states_and_from_a_game(client):
 @pytest.mark.parametrize(
     "body, fragment",
     [
-        ({"analyser": "random", "state": None}, "state is not a valid position (RULES.md R9): a state must be a dict"),
+        ({"analyser": "random", "state": None}, "state is not a valid position (docs/rules.md R9): a state must be a dict"),
         ({"analyser": "random"}, "field 'state' is required"),
         ({"state": {}}, "field 'analyser' must be a non-empty string"),
         ({"analyser": "random", "state": {"board": []}}, "missing field(s)"),

@@ -47,7 +47,7 @@ from .teacher import greedy_action_features
 
 CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
 CHECKPOINT_VERSION = 1
-ACTION_LAYOUT = "R8"  # RULES.md R8; bump together with the engine's action encoding
+ACTION_LAYOUT = "R8"  # docs/rules.md R8; bump together with the engine's action encoding
 
 
 NEAR_TIE_NATS = 0.5

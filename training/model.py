@@ -1,7 +1,7 @@
 """Policy-value network and the masked action distribution.
 
 The network reads the canonical observation (the mover's view, `colony_env.observation`) and
-returns 16,001 policy logits laid out exactly as the action encoding (RULES.md R8):
+returns 16,001 policy logits laid out exactly as the action encoding (docs/rules.md R8):
 
     logits[0 .. 3199]      move planes:          32 per cell s  (index 32*s + 4*d + k-1)
     logits[3200 .. 15999]  displacement planes: 128 per cell s  (index 3200 + 128*s + 2*(8*d+pd) + pk-1)

@@ -1,7 +1,7 @@
 """The agent interface shared by every player of Colony: engine-level, one method.
 
 An agent sees the engine's `GameState` and returns a legal action id in the absolute
-board frame (RULES.md R8). Randomness is injected: the caller passes the
+board frame (docs/rules.md R8). Randomness is injected: the caller passes the
 `numpy.random.Generator` to use, so a game is reproducible from its seeds and one agent
 object can serve many games (in parallel workers, each with its own generator).
 """

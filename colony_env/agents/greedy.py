@@ -1,4 +1,4 @@
-"""A one-ply greedy agent with a hand-written heuristic about colonies (RULES.md R3, R7).
+"""A one-ply greedy agent with a hand-written heuristic about colonies (docs/rules.md R3, R7).
 
 For every legal action the agent looks at the position after it and scores it for
 itself (the mover `p`):

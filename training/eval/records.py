@@ -4,7 +4,7 @@ One game per line, a JSON object:
 
     format, version   "colony-game-record", 1
     agents            {"red": spec, "blue": spec}
-    initial_state     the position before the first action (RULES.md R9)
+    initial_state     the position before the first action (docs/rules.md R9)
     actions           action ids (R8, board frame), in order
     moves             the same actions in human notation (`d10-d7`, `c4-g4>h3`, `pass`)
     result            "red" | "blue" | "draw"   (R7)

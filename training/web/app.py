@@ -141,7 +141,7 @@ def _state(value: Any, what: str = "state") -> ce.GameState:
     try:
         return ce.GameState.from_dict(value)
     except (ValueError, TypeError, KeyError) as e:
-        raise _error(400, f"{what} is not a valid position (RULES.md R9): {e}") from None
+        raise _error(400, f"{what} is not a valid position (docs/rules.md R9): {e}") from None
 
 
 def _spec(text: str, what: str) -> str:
@@ -519,7 +519,7 @@ class App:
         data = await _json_object(request, ("analyser", "state", "top", "seed"))
         spec = _spec(_str(data, "analyser"), "analyser")
         if "state" not in data:
-            raise _error(400, "field 'state' is required: the position to analyse (RULES.md R9)")
+            raise _error(400, "field 'state' is required: the position to analyse (docs/rules.md R9)")
         state = _state(data["state"])
         if state.is_over:
             raise _error(400, f"the game is over ({state.end_reason}) in this position: nothing to analyse")
@@ -532,7 +532,7 @@ class App:
         data = await _json_object(request, ("analyser", "states", "game", "from"))
         spec = _spec(_str(data, "analyser"), "analyser")
         if ("states" in data) == ("game" in data):
-            raise _error(400, "send exactly one of 'states' (a list of positions, RULES.md R9) or 'game' (a game id, with 'from': first ply)")
+            raise _error(400, "send exactly one of 'states' (a list of positions, docs/rules.md R9) or 'game' (a game id, with 'from': first ply)")
         if "game" in data:
             game = self._game(_str(data, "game"))
             first = _int(data, "from", 0, 0, len(game.states) - 1)
@@ -540,7 +540,7 @@ class App:
         else:
             raw = data["states"]
             if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_STATES_PER_REQUEST:
-                raise _error(400, f"field 'states' must be a list of 1..{MAX_STATES_PER_REQUEST} positions (RULES.md R9)")
+                raise _error(400, f"field 'states' must be a list of 1..{MAX_STATES_PER_REQUEST} positions (docs/rules.md R9)")
             states = [_state(s, f"states[{i}]").to_array() for i, s in enumerate(raw)]
         red = await self._think("values", 400, spec=spec, states=states)
         return JSONResponse({"analyser": spec, "red_values": red})
