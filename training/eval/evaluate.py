@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import multiprocessing as mp
 import os
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -36,8 +38,10 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import Agent
-from colony_env.constants import DEFAULT_MAX_PLIES
+from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
+from ..config import SEED_MAX
+from ..runlog import output_dir_problem
 from .agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from .elo import DEFAULT_PRIOR_DRAWS, EloFit, PairTally, fit_elo, score_interval
 from .records import GameRecord, RecordError, write_records
@@ -472,19 +476,31 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.workers is not None and args.workers < 1:
             raise EvalError(f"--workers must be >= 1, got {args.workers}")
-        if args.max_plies < 1:
-            raise EvalError(f"--max-plies must be >= 1, got {args.max_plies}")
-        if args.prior_draws < 0:
-            raise EvalError(f"--prior-draws must be >= 0, got {args.prior_draws}")
+        if not 1 <= args.max_plies <= MAX_PLIES_LIMIT:
+            raise EvalError(f"--max-plies must be in 1..{MAX_PLIES_LIMIT}, got {args.max_plies}")
+        if not 0 <= args.seed <= SEED_MAX:
+            raise EvalError(f"--seed must be in 0..{SEED_MAX}, got {args.seed}")
+        if not args.prior_draws >= 0 or not math.isfinite(args.prior_draws):
+            raise EvalError(f"--prior-draws must be a finite number >= 0, got {args.prior_draws}")
+        out = args.out or DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
+        problem = output_dir_problem(out)
+        if problem:  # found before the games are played, not after
+            raise EvalError(f"--out: {problem}")
         t0 = time.time()
         result = evaluate(args.agents, games=args.games, seed=args.seed, workers=args.workers,
                           schedule=args.schedule, max_plies=args.max_plies, progress=not args.no_progress,
                           prior_draws=args.prior_draws)
         elapsed = time.time() - t0
         result.config["seconds"] = round(elapsed, 1)
-        out = args.out or DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
         print(format_tables(result.pairs, result.elo))
-        files = write_outputs(result, out, records=not args.no_records)
+        try:
+            files = write_outputs(result, out, records=not args.no_records)
+        except OSError as e:  # the folder was writable before the games: save them elsewhere, never lose them
+            fallback = Path(tempfile.mkdtemp(prefix="colony-eval-"))
+            files = write_outputs(result, fallback, records=not args.no_records)
+            print(f"colony-eval: error: cannot write into {str(out)!r} ({e.strerror or type(e).__name__}); "
+                  f"wrote the results to {fallback} instead", file=sys.stderr)
+            return 1
         print(f"\n{len(result.games)} games in {elapsed:.0f} s on {result.config['workers']} worker(s); "
               f"wrote {', '.join(str(f) for f in files)}")
         return 0

@@ -13,8 +13,10 @@ JSON-lines record at the end (`colony-replay FILE` shows it again).
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,8 +25,10 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import Agent
-from colony_env.constants import DEFAULT_MAX_PLIES, PASS_ACTION
+from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT, PASS_ACTION
 
+from ..config import SEED_MAX
+from ..runlog import output_file_problem
 from . import agent_specs
 from .agent_specs import AgentSpecError, make_agent
 from .records import GameRecord, board_display, write_records
@@ -35,6 +39,8 @@ HELP = (
 )
 DEFAULT_RECORD_DIR = Path("runs") / "games"
 COLOURS = ("red", "blue", "random")
+MAX_INPUT_CHARS = 200
+"""Longer input lines are refused without echoing them (no move or command is near this long)."""
 
 
 # Placeholders of the spec table in agent_specs' docstring, and what the examples put in their place.
@@ -108,8 +114,9 @@ class PlaySession:
         return self.states[-1]
 
     def _play(self, action: int) -> None:
+        after = ce.apply_action(self.state, action)  # first: an illegal action must leave the history untouched
         self.movers.append(self.state.to_move)
-        self.states.append(ce.apply_action(self.state, action))
+        self.states.append(after)
         self.actions.append(int(action))
 
     def undo(self) -> bool:
@@ -139,6 +146,9 @@ class PlaySession:
                 return
             cmd = text.lower()
             if not cmd:
+                continue
+            if len(text) > MAX_INPUT_CHARS:
+                self.write(f"that line has {len(text)} characters, more than any move or command; type 'help' for the commands")
                 continue
             if cmd in ("quit", "exit", "resign", "q"):
                 self.quit = True
@@ -205,9 +215,15 @@ def main(argv: list[str] | None = None) -> int:
                         "(default runs/games/play-<time>.jsonl)")
     parser.add_argument("--no-record", action="store_true", help="do not save the game")
     args = parser.parse_args(argv)
+    record_path = None if args.no_record else (args.record or DEFAULT_RECORD_DIR / f"play-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     try:
-        if args.max_plies < 1:
-            raise AgentSpecError(f"--max-plies must be >= 1, got {args.max_plies}")
+        if args.seed is not None and not 0 <= args.seed <= SEED_MAX:
+            raise AgentSpecError(f"--seed must be in 0..{SEED_MAX}, got {args.seed}")
+        if not 1 <= args.max_plies <= MAX_PLIES_LIMIT:
+            raise AgentSpecError(f"--max-plies must be in 1..{MAX_PLIES_LIMIT}, got {args.max_plies}")
+        problem = None if record_path is None else output_file_problem(record_path)
+        if problem:  # found now, not after the game
+            raise AgentSpecError(f"--record: {problem}")
         agent = make_agent(args.agent)
     except AgentSpecError as e:
         print(f"colony-play: error: {e}", file=sys.stderr)
@@ -223,11 +239,26 @@ def main(argv: list[str] | None = None) -> int:
         session.quit = True
         names = {str(session.human): "human", str(session.human.opponent): agent.name}
         record = GameRecord.from_game(session.initial, session.actions, names, {"seed": args.seed, "abandoned": True})
-    if not args.no_record:
-        path = args.record or DEFAULT_RECORD_DIR / f"play-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+    if record_path is not None:
+        return _save_record(record_path, record)
+    return 0
+
+
+def _save_record(path: Path, record: GameRecord) -> int:
+    """Append the game to `path`; if that fails after all (disk full), save it elsewhere rather than lose it."""
+    try:
         write_records(path, [record], append=True)
         print(f"saved the game to {path} (colony-replay {path})")
-    return 0
+        return 0
+    except OSError as e:
+        fallback = Path(tempfile.gettempdir()) / f"colony-play-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+        try:
+            write_records(fallback, [record], append=True)
+            where = f"saved it to {fallback} instead"
+        except OSError:
+            where = "and could not save it anywhere; its moves: " + " ".join(record.moves)
+        print(f"colony-play: error: cannot write {str(path)!r} ({e.strerror or type(e).__name__}); {where}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -112,15 +112,27 @@ class GameRecord:
         agents = d["agents"]
         if not isinstance(agents, dict) or not all(isinstance(agents.get(c), str) for c in ("red", "blue")):
             raise RecordError("field 'agents' must be an object with 'red' and 'blue' names")
+        for key in ("initial_state", "final_state"):
+            if not isinstance(d.get(key), dict) and not (key == "final_state" and d.get(key) is None):
+                raise RecordError(f"field {key!r} must be a state object (docs/rules.md R9), got {type(d.get(key)).__name__}")
+        for key in ("result", "end_reason"):
+            if not isinstance(d[key], str):
+                raise RecordError(f"field {key!r} must be a string, got {type(d[key]).__name__}")
+        moves = d.get("moves") or []
+        if not isinstance(moves, list) or not all(isinstance(m, str) for m in moves):
+            raise RecordError("field 'moves' must be a list of moves in notation (strings)")
+        meta = d.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise RecordError(f"field 'meta' must be an object, got {type(meta).__name__}")
         return cls(
             agents={"red": agents["red"], "blue": agents["blue"]},
             initial_state=d["initial_state"],
             actions=list(actions),
-            result=str(d["result"]),
-            end_reason=str(d["end_reason"]),
-            moves=list(d.get("moves") or []),
+            result=d["result"],
+            end_reason=d["end_reason"],
+            moves=list(moves),
             final_state=d.get("final_state"),
-            meta=dict(d.get("meta") or {}),
+            meta=dict(meta),
         )
 
     def initial(self) -> ce.GameState:
