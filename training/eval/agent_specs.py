@@ -10,6 +10,8 @@
 | `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
+| `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic) |
 
 Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`
 (with search: `load_search_agent(path, simulations, prior_c)`),
@@ -35,13 +37,18 @@ from colony_env.agents.mcts import DEFAULT_UCT_C
 
 SPEC_HELP = (
     "allowed agent specs: 'random', 'greedy', 'mcts:N' (N simulations per move, e.g. mcts:200), "
-    "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample' "
-    "or 'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS)"
+    "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
+    "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X]' (the network's priors and values at every node)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
+AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
+AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale"}  # az:N:key=value
+AZ_ROOTS = ("gumbel", "puct")
 CHECKPOINT_MODULE = "training.checkpoint"
+AZ_MODULE = "training.zero.evaluator"
 
 
 class AgentSpecError(ValueError):
@@ -60,6 +67,8 @@ class AgentSpec:
     greedy: bool = True
     search_simulations: int = 0  # checkpoint:PATH:mcts:N; 0 = the policy alone
     prior_c: float | None = None  # None: the search's default
+    az_simulations: int = 0  # checkpoint:PATH:az:N; 0 = not the network-guided search
+    az_options: tuple[tuple[str, object], ...] = ()  # keyword arguments of load_az_agent
 
 
 def _positive_int(text: str, what: str) -> int:
@@ -82,6 +91,25 @@ def _non_negative_float(text: str, what: str) -> float:
     return value
 
 
+def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
+    """`:puct:c=1.5` -> (('root', 'puct'), ('c_puct', 1.5)); AgentSpecError for anything else."""
+    out: dict[str, object] = {}
+    for opt in filter(None, suffix.split(":")):
+        low = opt.lower()
+        if low in AZ_ROOTS:
+            out["root"] = low
+            continue
+        key, eq, value = low.partition("=")
+        if not eq or key not in AZ_OPTIONS:
+            raise AgentSpecError(f"checkpoint spec {text!r}: unknown az option {opt!r}; allowed: gumbel, puct, "
+                                 f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale)")
+        if key == "m":
+            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: m")
+        else:
+            out[AZ_OPTIONS[key]] = _non_negative_float(value, f"checkpoint spec {text!r}: {key}")
+    return tuple(out.items())
+
+
 def parse_agent_spec(spec: str) -> AgentSpec:
     """Parse a spec string (table above); `AgentSpecError` if it is not one."""
     if not isinstance(spec, str) or not spec.strip():
@@ -101,6 +129,14 @@ def parse_agent_spec(spec: str) -> AgentSpec:
     if low.startswith("checkpoint:"):
         path = text[len("checkpoint:") :]
         greedy = True
+        az = AZ_SUFFIX_RE.search(path)
+        if az:
+            sims = _positive_int(az.group(1), f"checkpoint spec {text!r}: simulations")
+            path = path[: az.start()]
+            if not path:
+                raise AgentSpecError(f"checkpoint spec {text!r} has no path; {SPEC_HELP}")
+            return AgentSpec(kind="checkpoint", text=text, path=path, az_simulations=sims,
+                             az_options=_az_options(az.group(2), text))
         search = SEARCH_SUFFIX_RE.search(path)
         if search:
             sims = _positive_int(search.group(1), f"checkpoint spec {text!r}: simulations")
@@ -134,14 +170,19 @@ def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
     if not Path(spec.path).is_file():
         raise AgentSpecError(f"checkpoint file not found: {spec.path!r} (expected a .pt file written by colony-train)")
     try:
-        module = importlib.import_module(CHECKPOINT_MODULE)
-        loader = getattr(module, "load_search_agent" if spec.search_simulations else "load_policy_agent")
+        if spec.az_simulations:
+            loader = getattr(importlib.import_module(AZ_MODULE), "load_az_agent")
+        else:
+            module = importlib.import_module(CHECKPOINT_MODULE)
+            loader = getattr(module, "load_search_agent" if spec.search_simulations else "load_policy_agent")
     except (ImportError, AttributeError):
         raise AgentSpecError(
             f"cannot load {spec.path!r}: {CHECKPOINT_MODULE} has no checkpoint loader in this installation"
         ) from None
     try:
-        if spec.search_simulations:
+        if spec.az_simulations:
+            inner = loader(spec.path, spec.az_simulations, **dict(spec.az_options))
+        elif spec.search_simulations:
             extra = {} if spec.prior_c is None else {"prior_c": spec.prior_c}
             inner = loader(spec.path, spec.search_simulations, **extra)
         else:

@@ -1,0 +1,193 @@
+"""Speed of the search-based trainer's hot path: `python -m training.bench_zero`.
+
+Prints, for each network (the zero quickstart model, the zero shipped model, and any
+`--checkpoint`):
+
+* leaf evaluations per second, batched (all pending leaves of `--games` searches in one
+  forward pass) and one at a time (a forward pass per leaf), and their ratio;
+* simulations per second of the whole batched search (tree walks + evaluation) and of
+  `--games` one-at-a-time searches;
+* self-play moves per second and games per hour at `--simulations` per move (moves measured,
+  games/hour = moves/s * 3600 / `--plies-per-game`, the mean game length of self-play);
+
+then the options that could make the forward pass cheaper (torch threads, channels_last,
+torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
+by side in one process; the load of the machine is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env.agents.az import BatchedSearch, SearchConfig
+from colony_env.observation import OBS_CHANNELS
+
+from .checkpoint import load_model
+from .model import PolicyValueNet
+from .zero.evaluator import NetworkEvaluator
+
+MODELS = {"zero quickstart (32x2)": (32, 2), "zero shipped (64x4)": (64, 4)}
+WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)
+
+
+def positions(n: int, seed: int) -> list[ce.GameState]:
+    out = []
+    rng = np.random.default_rng(seed)
+    while len(out) < n:
+        s = ce.new_game(int(rng.integers(2**31)))
+        for _ in range(int(rng.integers(WARMUP_PLIES))):
+            legal = ce.legal_actions(s)
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+            if s.is_over:
+                break
+        if not s.is_over and len(ce.legal_actions(s)) > 1:
+            out.append(s)
+    return out
+
+
+def median_rate(fn: Callable[[], int], repeats: int) -> float:
+    """Median of work/second over `repeats` timed calls of fn (which returns its amount of work)."""
+    rates = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        work = fn()
+        rates.append(work / (time.perf_counter() - t))
+    return statistics.median(rates)
+
+
+def leaf_batch(states: list[ce.GameState]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The evaluator's inputs for these positions, as the search builds them."""
+    from colony_env.agents import _az
+
+    n = len(states)
+    packed = np.stack([s._a for s in states]).astype(np.int32)
+    node_state = packed[:, None, :].copy()
+    obs = np.zeros((n, *ce.observation.OBS_SHAPE), np.float32)
+    ids = np.zeros((n, _az._core.MAX_LEGAL), np.int16)
+    counts = np.zeros(n, np.int32)
+    index = np.zeros(n, np.int64)
+    st = np.zeros_like(packed)
+    _az.leaf_inputs(np.ones(n, np.bool_), np.zeros(n, np.int64), node_state, index, st, obs, ids, counts)
+    w = int(counts.max())
+    ids = ids[:, :w].copy()
+    ids[np.arange(w)[None, :] >= counts[:, None]] = 0
+    return st, obs, ids, counts
+
+
+def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None:
+    ev = NetworkEvaluator(model)
+    states = positions(args.games, args.seed)
+    st, obs, ids, counts = leaf_batch(states)
+    ev(st, obs, ids, counts)  # warm up
+    batched = median_rate(lambda: (ev(st, obs, ids, counts), len(states))[1], args.repeats)
+
+    def singles() -> int:
+        for k in range(len(states)):
+            ev(st[k: k + 1], obs[k: k + 1], ids[k: k + 1, : counts[k]], counts[k: k + 1])
+        return len(states)
+
+    single = median_rate(singles, args.repeats)
+    cfg = SearchConfig(simulations=args.simulations)
+    rng = np.random.default_rng(args.seed)
+    search_b = median_rate(lambda: (BatchedSearch(ev, cfg).search(states, rng), len(states) * args.simulations)[1],
+                           args.repeats)
+    few = states[: max(1, len(states) // 8)]
+    search_1 = median_rate(lambda: (sum(len(BatchedSearch(ev, cfg).search([s], rng)) for s in few),
+                                    len(few) * args.simulations)[1], args.repeats)
+    moves = search_b / args.simulations
+    print(f"{name}: leaf evals/s batched({len(states)}) {batched:9.0f}   one-at-a-time {single:7.0f}   "
+          f"ratio {batched / single:5.1f}x")
+    print(f"{'':{len(name)}}  simulations/s batched {search_b:8.0f}   one-at-a-time {search_1:7.0f}   "
+          f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
+
+
+def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
+    states = positions(args.games, args.seed + 1)
+    st, obs, ids, counts = leaf_batch(states)
+    variants: list[tuple[str, Callable[[], object]]] = []
+    obs_t = torch.from_numpy(obs)
+    ids_t = torch.from_numpy(ids.astype(np.int64))
+
+    def plain() -> object:
+        with torch.inference_mode():
+            return model(obs_t, ids_t)
+
+    def no_grad() -> object:
+        with torch.no_grad():
+            return model(obs_t, ids_t)
+
+    variants.append(("inference_mode (used)", plain))
+    variants.append(("no_grad", no_grad))
+    cl_model = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior,
+                              model.target_features)
+    cl_model.load_state_dict(model.state_dict())
+    cl_model = cl_model.to(memory_format=torch.channels_last).eval()
+    obs_cl = obs_t.contiguous(memory_format=torch.channels_last)
+
+    def channels_last() -> object:
+        with torch.inference_mode():
+            return cl_model(obs_cl, ids_t)
+
+    variants.append(("channels_last", channels_last))
+    if not args.no_compile:
+        try:
+            compiled = torch.compile(model, dynamic=True)
+            with torch.inference_mode():
+                compiled(obs_t, ids_t)
+
+            def use_compiled() -> object:
+                with torch.inference_mode():
+                    return compiled(obs_t, ids_t)
+
+            variants.append(("torch.compile", use_compiled))
+        except Exception as e:  # no compiler toolchain: say so, keep going
+            print(f"  torch.compile unavailable: {str(e).splitlines()[0][:120]}")
+    base_threads = torch.get_num_threads()
+    for threads in sorted({1, 2}):
+        torch.set_num_threads(threads)
+        for label, fn in variants:
+            fn()
+            rate = median_rate(lambda: (fn(), len(states))[1], args.repeats)
+            print(f"  {label:<24} threads={threads}: {rate:9.0f} leaf evals/s (batch {len(states)})")
+    torch.set_num_threads(base_threads)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m training.bench_zero", description=__doc__.split("\n\n")[0])
+    p.add_argument("--games", type=int, default=32, help="searches in flight (leaves per batched call)")
+    p.add_argument("--simulations", type=int, default=32, help="simulations per move in the search timings")
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats; the median is printed")
+    p.add_argument("--threads", type=int, default=1, help="torch threads for the main timings")
+    p.add_argument("--plies-per-game", type=float, default=110.0, help="mean self-play game length for games/hour")
+    p.add_argument("--checkpoint", action="append", default=[], help="also time this checkpoint's network")
+    p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    for key in ("games", "simulations", "repeats", "threads"):
+        if getattr(args, key) < 1:
+            p.error(f"--{key} must be >= 1")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} cores")
+    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True).eval() for name, (c, b) in MODELS.items()}
+    for path in args.checkpoint:
+        models[f"checkpoint {path}"] = load_model(path)[0]
+    for name, model in models.items():
+        bench_model(name, model, args)
+    print("forward-pass options, zero shipped model:")
+    bench_options(models["zero shipped (64x4)"], args)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,5 @@
+"""`python -m training.zero` is `colony-zero`."""
+
+from .train import main
+
+raise SystemExit(main())

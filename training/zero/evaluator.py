@@ -1,0 +1,57 @@
+"""The network as the search's leaf evaluator, and the `checkpoint:PATH:az:N` agent.
+
+`NetworkEvaluator` implements `colony_env.agents.az.LeafEvaluator`: one forward pass for all
+pending leaves of all searches (policy logits at the legal actions only, `PolicyValueNet.forward`)
+and the value head squashed by tanh into [-1, 1], the scale the search backs up. Networks
+trained by `colony-zero` fit exactly that tanh value to game outcomes; a PPO checkpoint's value
+head estimates shaped returns instead, so its values are only a rough guide.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from colony_env.agents.az import AZAgent, SearchConfig
+
+from ..checkpoint import load_model
+from ..model import PolicyValueNet
+from ..teacher import greedy_action_features
+
+
+class NetworkEvaluator:
+    """Priors and values of a `PolicyValueNet` for a batch of leaves (canonical frame)."""
+
+    def __init__(self, model: PolicyValueNet, device: torch.device | str = "cpu") -> None:
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+
+    @torch.inference_mode()
+    def __call__(self, states: np.ndarray, obs: np.ndarray, ids: np.ndarray, counts: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        obs_t = torch.from_numpy(np.ascontiguousarray(obs)).to(self.device)
+        ids_t = torch.from_numpy(ids.astype(np.int64)).to(self.device)
+        feats = None
+        if self.model.heuristic_prior:  # slots follow the engine's generation order, as in training
+            rows = np.arange(states.shape[0], dtype=np.int64)
+            feats = torch.from_numpy(greedy_action_features(np.ascontiguousarray(states), rows, ids.shape[1]))
+            feats = feats.to(self.device)
+        logits, value = self.model(obs_t, ids_t, feats)
+        return logits.float().cpu().numpy(), torch.tanh(value.float()).cpu().numpy()
+
+
+def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
+                  max_considered: int | None = None, gumbel_scale: float | None = None,
+                  name: str | None = None) -> AZAgent:
+    """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node)."""
+    model, _ = load_model(path)
+    options: dict[str, object] = {"simulations": simulations, "root": root}
+    if c_puct is not None:
+        options["c_puct"] = c_puct
+    if max_considered is not None:
+        options["max_considered"] = max_considered
+    if gumbel_scale is not None:
+        options["gumbel_scale"] = gumbel_scale
+    return AZAgent(NetworkEvaluator(model), SearchConfig(**options), name=name or f"az:{Path(path).name}:{simulations}")

@@ -1,0 +1,145 @@
+"""Self-play games with the batched search: positions, improved-policy targets and outcomes.
+
+`play_games` keeps `parallel` games in flight; every move of every game in flight is one
+search, and the searches of all games share one network call per simulation step
+(`colony_env.agents.az.BatchedSearch`). Each position is stored as the packed state, the
+search's improved policy over its legal actions (canonical ids, the engine's generation
+order) and, once the game is over, the result for the colour that was to move there: +1 won,
+-1 lost, 0 draw. The colour to move is read from each state, never from the ply's parity,
+because during grace (R6.3) one colour may move several times in a row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import symmetry
+from colony_env.agents.az import BatchedSearch, SearchConfig
+from colony_env.constants import END_REASONS, I_TO_MOVE, STATE_LEN
+
+from ..model import PolicyValueNet
+from .evaluator import NetworkEvaluator
+
+END_REASON_CODES = {None: 0, **{r: i + 1 for i, r in enumerate(END_REASONS)}}
+
+
+@dataclass
+class GameData:
+    """Positions of finished self-play games, flat; targets ragged through `offsets`."""
+
+    states: np.ndarray  # int32[P, STATE_LEN]
+    target_ids: np.ndarray  # int16[T] canonical legal ids, position p at offsets[p]:offsets[p+1]
+    target_probs: np.ndarray  # float32[T] the improved policy at those ids
+    offsets: np.ndarray  # int64[P + 1]
+    outcome: np.ndarray  # float32[P] final result for the colour to move at the position
+    root_value: np.ndarray  # float32[P] the search's value of the position for that colour
+    game_lengths: np.ndarray  # int32[G]
+    game_reasons: np.ndarray  # int8[G] 1 + index into END_REASONS
+    game_winners: np.ndarray  # int8[G] 0 red, 1 blue, -1 draw
+    cpu_seconds: float = 0.0
+    leaf_evaluations: int = 0
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.states.shape[0])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: getattr(self, k) for k in ARRAY_FIELDS}
+
+
+ARRAY_FIELDS = ("states", "target_ids", "target_probs", "offsets", "outcome", "root_value", "game_lengths",
+                "game_reasons", "game_winners")
+
+
+def concat(parts: Sequence[GameData]) -> GameData:
+    """One GameData from several (offsets re-based)."""
+    offs = [np.zeros(1, np.int64)]
+    base = 0
+    for p in parts:
+        offs.append(p.offsets[1:] + base)
+        base += int(p.offsets[-1])
+    cat = lambda k, dt: np.concatenate([getattr(p, k) for p in parts]).astype(dt) if parts else np.zeros(0, dt)  # noqa: E731
+    return GameData(
+        states=np.concatenate([p.states for p in parts]) if parts else np.zeros((0, STATE_LEN), np.int32),
+        target_ids=cat("target_ids", np.int16), target_probs=cat("target_probs", np.float32),
+        offsets=np.concatenate(offs), outcome=cat("outcome", np.float32), root_value=cat("root_value", np.float32),
+        game_lengths=cat("game_lengths", np.int32), game_reasons=cat("game_reasons", np.int8),
+        game_winners=cat("game_winners", np.int8),
+        cpu_seconds=sum(p.cpu_seconds for p in parts), leaf_evaluations=sum(p.leaf_evaluations for p in parts),
+    )
+
+
+def outcomes(states: np.ndarray, final: ce.GameState) -> np.ndarray:
+    """float32[P]: the final result (+1 won, -1 lost, 0 draw, R7.4) for the colour to move in each packed state.
+
+    The mover is read from each state: grace (R6.3) lets one colour move several times in a row.
+    """
+    red, blue = final.rewards()
+    return np.where(states[:, I_TO_MOVE] == 0, red, blue).astype(np.float32)
+
+
+def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
+               rng: np.random.Generator) -> GameData:
+    """Play one self-play game per seed (setup `new_game(seed)`), `parallel` at a time."""
+    cpu0 = time.process_time()
+    search = BatchedSearch(evaluator, search_config)
+    queue = list(seeds)[::-1]
+    slots: list[dict] = []
+    finished: list[dict] = []
+
+    def start() -> None:
+        while queue and len(slots) < parallel:
+            seed = queue.pop()
+            slots.append({"state": ce.new_game(int(seed), max_plies=max_plies), "states": [], "ids": [],
+                          "probs": [], "values": []})
+
+    start()
+    while slots:
+        results = search.search([g["state"] for g in slots], rng)
+        keep = []
+        for g, r in zip(slots, results):
+            state = g["state"]
+            colour = int(state._a[I_TO_MOVE])
+            g["states"].append(state._a.copy())
+            g["ids"].append(symmetry.board_action_to_canonical(r.actions, colour).astype(np.int16))
+            g["probs"].append(r.policy.astype(np.float32))
+            g["values"].append(r.value)
+            g["state"] = ce.apply_action(state, r.action)
+            (finished if g["state"].is_over else keep).append(g)
+        slots = keep
+        start()
+    parts = []
+    for g in finished:
+        final = g["state"]
+        states = np.stack(g["states"])
+        outcome = outcomes(states, final)
+        lengths = np.array([len(x) for x in g["ids"]], np.int64)
+        winner = final.winner
+        parts.append(GameData(
+            states=states, target_ids=np.concatenate(g["ids"]), target_probs=np.concatenate(g["probs"]),
+            offsets=np.concatenate([[0], np.cumsum(lengths)]), outcome=outcome,
+            root_value=np.asarray(g["values"], np.float32), game_lengths=np.array([final.ply], np.int32),
+            game_reasons=np.array([END_REASON_CODES[final.end_reason]], np.int8),
+            game_winners=np.array([-1 if winner is None else int(winner)], np.int8),
+        ))
+    data = concat(parts)
+    data.cpu_seconds = time.process_time() - cpu0
+    data.leaf_evaluations = search.leaf_evaluations
+    return data
+
+
+def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: list[int], parallel: int,
+                max_plies: int, rng_seed: int, threads: int, device: str) -> GameData:
+    """Entry point of a self-play process: rebuild the network from plain data and play."""
+    torch.set_num_threads(threads)
+    model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
+                           bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)))
+    model.load_state_dict(weights)
+    return play_games(NetworkEvaluator(model, device), search_config, seeds, parallel, max_plies,
+                      np.random.default_rng(rng_seed))

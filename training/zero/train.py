@@ -1,0 +1,351 @@
+"""`colony-zero` (also `python -m training.zero`): search-based self-play with a learned value.
+
+    colony-zero --config configs/zero_quickstart.yaml
+    colony-zero --config configs/zero.yaml --generations 300 --workers 2
+    colony-zero --resume runs/zero-20261201-101500
+
+Each generation (AlphaZero, Silver et al. 2018; Gumbel AlphaZero, Danihelka et al. 2022):
+1. **self-play**: `workers` processes each play their share of `games_per_generation` games
+   with the current network steering a batched search (`simulations` per move, Gumbel root
+   by default); every position is stored with the search's improved policy and, at the end,
+   the game's result for the colour that was to move there;
+2. **fit**: the network is trained on minibatches drawn from the replay buffer (the last
+   `replay_positions` positions): cross-entropy to the search's policy plus the squared error
+   of tanh(value) to the result, each sample shown in a random board symmetry;
+3. **bookkeeping**: `metrics.csv` and TensorBoard get one row per generation, `checkpoints/latest.pt`
+   is written atomically (the usual checkpoint format: every tool loads it), and every
+   `eval_every` generations the policy (and, with `eval_simulations`, the search agent) plays
+   the fixed ladder `eval_opponents`; `eval.csv` holds scores with Wilson intervals and Elo
+   with 95% intervals against the CPU time spent so far.
+
+What each core does: during self-play each of the `workers` processes plays its own games
+(tree walks compiled, one batched forward pass per simulation step); during fitting the
+learner runs with `workers` torch threads. `--resume RUN_DIR` continues after the last
+finished generation: the replay shards of later generations are deleted and replayed with
+the same seeds, and the CSV files are cut back to the checkpoint, so a killed and resumed run
+has exactly one row per generation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import math
+import multiprocessing as mp
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from colony_env.agents.az import SearchConfig
+from colony_env.observation import OBS_CHANNELS
+
+from ..augment import AUG_SYMS, augment
+from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
+from ..eval.agent_specs import AgentSpecError
+from ..eval.evaluate import EvalError
+from ..config import ConfigError, config_from_dict, load_config, save_config, split_overrides
+from ..model import PolicyValueNet, masked_log_probs
+from ..teacher import greedy_action_features
+from .config import ZeroConfig
+from .replay import ReplayBuffer, ReplayError, make_batch, remove_stray_files, shard_path, write_shard
+from .selfplay import GameData, concat, play_games, worker_play
+from .evaluator import NetworkEvaluator
+
+PROG = "colony-zero"
+TRAINER = "colony-zero"
+RESUMABLE_KEYS = ("generations", "workers", "device", "torch_threads", "eval_every", "eval_games", "eval_simulations",
+                  "eval_opponents", "parallel_games", "keep_checkpoints")
+"""Settings a resumed run may change: they decide how fast or how often, not what is learned."""
+METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "red_wins", "draws", "selfplay_s",
+                  "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "cpu_hours", "wall_hours",
+                  "leaf_evals_per_s")
+EVAL_FIELDS = ("generation", "cpu_hours", "agent", "opponent", "games", "wins", "draws", "losses", "score",
+               "score_lo", "score_hi", "elo", "elo_ci95")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
+    return torch.device(name)
+
+
+def search_config(cfg: ZeroConfig) -> SearchConfig:
+    return SearchConfig(simulations=cfg.simulations, root=cfg.root, c_puct=cfg.c_puct,
+                        max_considered=cfg.max_considered)
+
+
+def game_seeds(cfg: ZeroConfig, generation: int) -> list[int]:
+    """The setups of one generation: fixed by (seed, generation), so a replayed generation plays the same games."""
+    return [int(s) for s in np.random.SeedSequence([cfg.seed, generation]).generate_state(cfg.games_per_generation)]
+
+
+# --- fitting -----------------------------------------------------------------------------------
+def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps: int, cfg: ZeroConfig,
+        rng: np.random.Generator, device: torch.device) -> dict[str, float]:
+    """`steps` Adam steps on minibatches of `data`; mean policy loss, target entropy and value loss."""
+    model.train()
+    sums = {"policy_loss": 0.0, "target_entropy": 0.0, "value_loss": 0.0}
+    n = data.n_positions
+    for _ in range(steps):
+        idx = rng.integers(n, size=min(cfg.batch_size, n))
+        states, obs, ids, probs, valid, z = make_batch(data, idx, cfg.root_value_mix)
+        if cfg.augment_symmetry:
+            obs, ids = augment(obs, ids, rng.choice(AUG_SYMS, size=len(idx)))
+        feats = None
+        if model.heuristic_prior:
+            feats = torch.from_numpy(greedy_action_features(states, np.arange(len(idx)), ids.shape[1])).to(device)
+        logits, value = model(torch.from_numpy(np.ascontiguousarray(obs)).to(device), torch.from_numpy(ids).to(device), feats)
+        valid_t = torch.from_numpy(valid).to(device)
+        p = torch.from_numpy(probs).to(device)
+        logp = masked_log_probs(logits, valid_t)
+        policy_loss = -(torch.where(valid_t, p * logp, torch.zeros_like(logp))).sum(-1).mean()
+        value_loss = ((torch.tanh(value) - torch.from_numpy(z).to(device)) ** 2).mean()
+        loss = policy_loss + cfg.value_loss_coef * value_loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+        opt.step()
+        plogp = torch.where(p > 0, p * torch.log(p.clamp_min(1e-30)), torch.zeros_like(p))
+        sums["policy_loss"] += float(policy_loss.detach())
+        sums["target_entropy"] += float(-plogp.sum(-1).mean())
+        sums["value_loss"] += float(value_loss.detach())
+    model.eval()
+    return {k: v / max(1, steps) for k, v in sums.items()}
+
+
+# --- run directory ------------------------------------------------------------------------------
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _rewrite_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(path)
+
+
+def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+        f.flush()
+
+
+def _cut_csv(path: Path, fields: tuple[str, ...], last_generation: int) -> None:
+    """Keep the rows up to `last_generation` (rows of an unfinished generation are dropped)."""
+    rows = [r for r in _csv_rows(path) if r.get("generation", "").isdigit() and int(r["generation"]) <= last_generation]
+    if path.is_file():
+        _rewrite_csv(path, fields, rows)
+
+
+def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg: ZeroConfig, generation: int,
+          totals: dict[str, float], rng: np.random.Generator) -> Path:
+    meta = {"trainer": TRAINER, "generation": generation, "value_head": "tanh", **totals,
+            "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(), "torch": str(torch.__version__),
+            "python": platform.python_version()}
+    extra = {"optimizer": opt.state_dict(), "generation": generation, "rng_state": rng.bit_generator.state}
+    ckpt_dir = run_dir / "checkpoints"
+    path = save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
+    if cfg.keep_checkpoints:
+        save_checkpoint(ckpt_dir / f"gen_{generation:06d}.pt", model, cfg.to_dict(), meta)
+        numbered = sorted(ckpt_dir.glob("gen_*.pt"))
+        for old in numbered[: -cfg.keep_checkpoints]:
+            old.unlink(missing_ok=True)
+    for stray in ckpt_dir.glob(".*.tmp"):
+        stray.unlink(missing_ok=True)
+    return path
+
+
+def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
+    """The policy (and the search agent) against the ladder; one row per (agent, opponent)."""
+    from ..eval.evaluate import evaluate  # noqa: PLC0415 (multiprocessing pools: imported when used)
+
+    agents = [f"checkpoint:{path}"]
+    if cfg.eval_simulations:
+        agents.append(f"checkpoint:{path}:az:{cfg.eval_simulations}")
+    rows = []
+    for agent in agents:
+        result = evaluate([agent, *cfg.eval_opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
+                          workers=cfg.workers, schedule="gauntlet", max_plies=cfg.max_plies, progress=False)
+        label = "policy" if agent.endswith(".pt") else f"az:{cfg.eval_simulations}"
+        for s in result.pairs:
+            rows.append({"generation": generation, "cpu_hours": round(cpu_hours, 4), "agent": label, "opponent": s.b,
+                         "games": s.games, "wins": s.wins, "draws": s.draws, "losses": s.losses,
+                         "score": round(s.score, 4), "score_lo": round(s.ci_low, 4), "score_hi": round(s.ci_high, 4),
+                         "elo": round(result.elo.ratings[s.a], 1), "elo_ci95": round(result.elo.ci95[s.a], 1)})
+    return rows
+
+
+# --- the loop -----------------------------------------------------------------------------------
+def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, progress: bool = True) -> Path:
+    """Run (or continue) `cfg` in `run_dir`; returns the path of the latest checkpoint."""
+    device = resolve_device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(max(cfg.torch_threads, cfg.workers))
+    if resume is not None:
+        model = build_model(resume).to(device)
+        start = int(resume["generation"]) + 1
+        totals = {k: resume["meta"].get(k, 0) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
+        rng = np.random.default_rng()
+        rng.bit_generator.state = resume["rng_state"]
+    elif cfg.init_from:
+        model = build_model(read_checkpoint(cfg.init_from)).to(device)
+        start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
+    else:
+        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features).to(device)
+        start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
+    totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    if resume is not None:
+        opt.load_state_dict(resume["optimizer"])
+    last_done = start - 1
+    remove_stray_files(run_dir, last_done)
+    _cut_csv(run_dir / "metrics.csv", METRICS_FIELDS, last_done)
+    _cut_csv(run_dir / "eval.csv", EVAL_FIELDS, last_done)
+    buffer = ReplayBuffer.load(run_dir, cfg.replay_positions, last_done) if start else ReplayBuffer(cfg.replay_positions)
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(run_dir / "tb"), purge_step=start if start else None)
+    pool = None
+    if cfg.workers > 1:
+        pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
+    bar = tqdm(total=cfg.generations, initial=start, desc=PROG, unit="gen", disable=not progress, dynamic_ncols=True)
+    latest = run_dir / "checkpoints" / "latest.pt"
+    try:
+        for gen in range(start, cfg.generations):
+            t0 = time.time()
+            cpu0 = time.process_time()
+            data = self_play(model, cfg, gen, pool, device)
+            write_shard(shard_path(run_dir, gen), data)
+            buffer.add(data)
+            t1 = time.time()
+            steps = max(1, math.ceil(data.n_positions * cfg.sample_reuse / cfg.batch_size))
+            losses = fit(model, opt, buffer.flat(), steps, cfg, rng, device)
+            t2 = time.time()
+            totals["games"] += len(data.game_lengths)
+            totals["positions"] += data.n_positions
+            totals["cpu_seconds"] += (time.process_time() - cpu0) + data.cpu_seconds
+            totals["wall_seconds"] += t2 - t0
+            latest = _save(run_dir, model, opt, cfg, gen, totals, rng)
+            row = {"generation": gen, "games": int(totals["games"]), "positions": int(totals["positions"]),
+                   "buffer": len(buffer), "game_length": round(float(data.game_lengths.mean()), 1),
+                   "red_wins": round(float((data.game_winners == 0).mean()), 3),
+                   "draws": round(float((data.game_winners == -1).mean()), 3),
+                   "selfplay_s": round(t1 - t0, 1), "fit_s": round(t2 - t1, 1), "fit_steps": steps,
+                   **{k: round(v, 4) for k, v in losses.items()},
+                   "cpu_hours": round(totals["cpu_seconds"] / 3600, 4), "wall_hours": round(totals["wall_seconds"] / 3600, 4),
+                   "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1)}
+            _append_csv(run_dir / "metrics.csv", METRICS_FIELDS, [row])
+            for k in ("policy_loss", "target_entropy", "value_loss", "game_length", "leaf_evals_per_s"):
+                writer.add_scalar(f"zero/{k}", row[k], gen)
+            last = gen == cfg.generations - 1
+            if (cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or last:
+                rows = evaluate_checkpoint(latest, cfg, gen, totals["cpu_seconds"] / 3600)
+                _append_csv(run_dir / "eval.csv", EVAL_FIELDS, rows)
+                for r in rows:
+                    writer.add_scalar(f"eval/{r['agent']}_vs_{r['opponent']}", r["score"], gen)
+                bar.write("  ".join(f"{r['agent']} vs {r['opponent']}: {r['score']:.3f} [{r['score_lo']:.2f}, "
+                                    f"{r['score_hi']:.2f}]" for r in rows))
+            writer.flush()
+            bar.set_postfix(pos=len(buffer), pl=f"{losses['policy_loss']:.2f}", vl=f"{losses['value_loss']:.3f}",
+                            len=row["game_length"])
+            bar.update()
+    finally:
+        bar.close()
+        writer.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return latest
+
+
+def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.ProcessPoolExecutor | None,
+              device: torch.device) -> GameData:
+    """One generation's games, split over the workers (each with its own search noise)."""
+    seeds = game_seeds(cfg, generation)
+    rng_seeds = [int(s) for s in np.random.SeedSequence([cfg.seed, generation, 7]).generate_state(cfg.workers)]
+    if pool is None:
+        return play_games(NetworkEvaluator(model, device), search_config(cfg), seeds, cfg.parallel_games,
+                          cfg.max_plies, np.random.default_rng(rng_seeds[0]))
+    weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
+    futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
+                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device))
+               for w, chunk in enumerate(chunks) if chunk]
+    return concat([f.result() for f in futures])
+
+
+# --- command line -------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from ..config import config_keys
+
+    keys = ", ".join(config_keys(ZeroConfig))
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Search-based self-play (AlphaZero / Gumbel AlphaZero) with a learned value.",
+        epilog=f"Any config key can be overridden: --key value. Keys: {keys}. See training/zero/config.py.")
+    p.add_argument("--config", help="YAML config (keys of ZeroConfig), e.g. configs/zero_quickstart.yaml")
+    p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR after its last finished generation")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _error(msg: str) -> int:
+    print(f"{PROG}: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = build_parser().parse_known_args(argv)
+    try:
+        overrides = split_overrides(rest, ZeroConfig, example="--generations 10")
+        if args.resume:
+            run_dir = Path(args.resume)
+            if not (run_dir / "config.yaml").is_file():
+                return _error(f"--resume {str(run_dir)!r}: no config.yaml there (is it a colony-zero run directory?)")
+            if args.config:
+                return _error("--resume takes the run's own config.yaml; drop --config")
+            bad = sorted(set(overrides) - set(RESUMABLE_KEYS))
+            if bad:
+                return _error(f"--resume cannot change {', '.join(bad)} (it decides what the run learns); "
+                              f"allowed: {', '.join(RESUMABLE_KEYS)}")
+            cfg = load_config(run_dir / "config.yaml", overrides, cls=ZeroConfig)
+            ckpt = run_dir / "checkpoints" / "latest.pt"
+            resume = read_checkpoint(ckpt) if ckpt.is_file() else None
+            if resume is not None and "generation" not in resume:
+                return _error(f"{str(ckpt)!r} is not a colony-zero training checkpoint")
+        else:
+            cfg = load_config(args.config, overrides, cls=ZeroConfig) if args.config else config_from_dict(overrides, cls=ZeroConfig)
+            run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+            resume = None
+        resolve_device(cfg.device)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(cfg, run_dir / "config.yaml")
+        print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
+        latest = train(cfg, run_dir, resume, progress=not args.no_progress)
+    except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError) as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        return _error("interrupted; continue with --resume")
+    print(f"{PROG}: latest checkpoint {latest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
