@@ -262,6 +262,16 @@ def test_record_upload_and_replay(client):
     assert summary["id"] in [f["id"] for f in info["records"]]
 
 
+def test_record_files_kept_are_bounded(client):
+    from training.web.app import MAX_RECORD_FILES
+
+    text = json.dumps(recorded_games(1, max_plies=4)[0].to_json())
+    ids = [upload(client, text, f"f{i}.jsonl").json()["id"] for i in range(MAX_RECORD_FILES + 1)]
+    assert client.get(f"/api/records/{ids[-1]}").status_code == 200
+    assert "upload it again" in error_of(client.get(f"/api/records/{ids[0]}"), 404)
+    assert len(client.get("/api/info").json()["records"]) == MAX_RECORD_FILES
+
+
 def test_corrupt_records_are_named_with_their_line(client):
     good = json.dumps(recorded_games(1)[0].to_json())
     assert error_of(upload(client, good + "\n{oops\n", "x.jsonl"), 400).startswith("x.jsonl:2: not valid JSON")
@@ -407,3 +417,20 @@ def test_cli_bad_options_are_one_line_errors(argv, fragment, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("colony-web: error:") and fragment in err and "\n" not in err
+
+
+def test_network_guided_search_analysis_reports_visits(client):
+    from training.eval.agent_specs import AgentSpecError, parse_agent_spec
+
+    spec = f"checkpoint:{CHECKPOINT}:az:8"
+    try:
+        parse_agent_spec(spec)
+    except AgentSpecError:
+        pytest.skip("this checkout's agent specs have no checkpoint:PATH:az:N form yet")
+    state = ce.new_game(9)
+    r = client.post("/api/analyse", json={"analyser": spec, "state": state.to_dict(), "top": 50})
+    assert r.status_code == 200, r.text
+    a = r.json()
+    assert a["search"]["simulations"] == 8 and a["policy"] is not None and a["value"] is not None
+    legal = set(int(x) for x in ce.legal_actions(state))
+    assert all(m["action"] in legal and m["visits"] >= 1 for m in a["search"]["moves"])

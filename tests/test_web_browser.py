@@ -332,3 +332,18 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
     assert [c.get_attribute("data-controller") for c in colonies] == [
         str(c.controller) if c.controller is not None else "none" for c in ce.colonies(state)]
     screenshot(browser, workdir, "web_analysis.png")
+
+
+def test_watching_two_agents_play_each_other(browser, server):
+    browser.get(f"{server}/?red=random&blue=greedy&seed=5&max-plies=6")
+    wait(browser, lambda d: page_game(d) is not None, what="the new game")
+    browser.execute_script("document.getElementById('speed').value = 0")  # no pause between moves
+    wait(browser, lambda d: page_game(d)["over"], what="the agents' game")
+    game = _get(f"{server}/api/games/{page_game(browser)['id']}")
+    assert [li.text for li in browser.find_elements(By.CSS_SELECTOR, "#moves li")] == game["moves"]
+    assert len(game["moves"]) == 6 and game["end_reason"] == "ply_limit"
+    state = ce.new_game(5, max_plies=6)
+    for a in game["actions"]:
+        state = ce.apply_action(state, a)
+    assert board_on_page(browser) == board_of(state)
+    assert browser.find_element(By.ID, "pause").get_attribute("disabled") == "true"  # nothing left to pause

@@ -65,6 +65,7 @@ SEED_HIGH = 2**62  # range of the per-move seeds drawn from a game's generator
 DEFAULT_WORKERS = 2
 DEFAULT_THINK_LIMIT = 120.0  # seconds; a fresh install compiles the search kernels on first use
 DEFAULT_MAX_GAMES = 64
+MAX_RECORD_FILES = 32  # record files kept for replay; the oldest upload is dropped beyond this
 SUGGESTED_AGENTS = ("random", "greedy", "mcts:200")
 
 
@@ -303,6 +304,8 @@ class App:
                 print(f"colony-web: warning: {e}", file=sys.stderr)
 
     def _add_records(self, name: str, records: list[GameRecord]) -> RecordFile:
+        while len(self.record_files) >= MAX_RECORD_FILES:
+            del self.record_files[next(iter(self.record_files))]
         rid = secrets.token_hex(6)
         self.record_files[rid] = RecordFile(rid, name, records)
         return self.record_files[rid]

@@ -122,7 +122,7 @@ class Analyser:
             out["value"] = float(value)
         if self.searcher is not None:
             kids, simulations = self._search(state, np.random.default_rng(seed))
-            kids.sort(key=lambda k: (-k[1], -(k[2] or 0.0)))
+            kids = sorted((k for k in kids if k[1] > 0), key=lambda k: (-k[1], -(k[2] or 0.0)))  # searched moves only
             out["search"] = {
                 "simulations": simulations,
                 "moves": [{**action_cells(a, state), "action": a, "visits": n, "q": q} for a, n, q in kids[:top]],
