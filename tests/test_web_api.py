@@ -82,6 +82,34 @@ def test_moves_by_id_and_notation_then_agent_reply(client):
     assert v["moves"][-1] == move and v["last"]["notation"] == move
 
 
+def test_a_game_from_a_set_up_position(client):
+    from helpers import pos
+
+    state = pos(
+        """
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . . . . .
+        . . . . . . r1 . . .
+        . . . . . r2 b3 . . .
+        . . r4 . . . b1 . . .
+        """,
+        max_plies=30,
+    )
+    g = new_game(client, red="human", blue="greedy", state=state.to_dict(), seed=1)
+    assert g["state"] == state.to_dict() and g["colonies"][0]["cells"] == [46, 55, 56]
+    landing = g["legal"]["sources"]["62"]["66"]  # c4 onto g4 (RULES.md R10)
+    assert landing["kind"] == "displacement" and 11174 in [a["action"] for a in landing["actions"]]
+    v = client.post(f"/api/games/{g['id']}/move", json={"move": "c4-g4>h3"}).json()
+    assert v["actions"] == [11174] and v["last"] == {"notation": "c4-g4>h3", "from": 62, "to": 66, "push": 77}
+    bad = dict(state.to_dict(), grace_left=2)
+    assert "grace_left" in error_of(client.post("/api/games", json={"state": bad}), 400)
+    assert "not both" in error_of(client.post("/api/games", json={"state": state.to_dict(), "max_plies": 9}), 400)
+    over = dict(state.to_dict(), passes=2)
+    assert "game is over (passes)" in error_of(client.post("/api/games", json={"state": over}), 400)
+
+
 def test_illegal_move_is_explained_by_the_engine_and_changes_nothing(client):
     g = new_game(client, red="human", blue="human", seed=3)
     before = client.get(f"/api/games/{g['id']}").json()

@@ -347,3 +347,38 @@ def test_watching_two_agents_play_each_other(browser, server):
         state = ce.apply_action(state, a)
     assert board_on_page(browser) == board_of(state)
     assert browser.find_element(By.ID, "pause").get_attribute("disabled") == "true"  # nothing left to pause
+
+
+# RULES.md R10: red's r4 on c4 may land on g4 (exactly 4 East), next to its colony, and push b1 away
+R10_POSITION = """
+. . . . . . . . . .
+. . . . . . . . . .
+. . . . . . . . . .
+. . . . . . . . . .
+. . . . . . r1 . . .
+. . . . . r2 b3 . . .
+. . r4 . . . b1 . . .
+"""
+
+
+def test_a_displacement_by_clicking_the_landing_cell_and_the_push(browser, server):
+    from helpers import pos
+
+    state = pos(R10_POSITION)
+    game = _post(f"{server}/api/games", {"red": "human", "blue": "human", "state": state.to_dict()})
+    browser.get(f"{server}/?game={game['id']}")
+    wait(browser, ready_for_click, what="the set-up game")
+    click_cell(browser, "c4")
+    kinds = {t.get_attribute("data-cell"): t.get_attribute("data-kind")
+             for t in browser.find_elements(By.CSS_SELECTOR, ".target")}
+    assert kinds["g4"] == "displacement" and kinds["d4"] == "normal"
+    click_cell(browser, "g4")
+    pushes = {p.get_attribute("data-cell") for p in browser.find_elements(By.CSS_SELECTOR, ".target-push")}
+    legal = {ce.action_to_str(int(a), state) for a in ce.legal_actions(state)}
+    assert pushes == {m.split(">")[1] for m in legal if m.startswith("c4-g4>")}
+    assert {"h3", "g2", "e4", "e6"} <= pushes and "f4" not in pushes  # R10's examples: allowed and not
+    assert "click where the pushed satellite goes" in text(browser, "message")
+    click_cell(browser, "h3")
+    wait(browser, lambda d: page_game(d)["moves"] == ["c4-g4>h3"], 30)
+    assert page_game(browser)["actions"] == [11174]  # the action id worked out in R10
+    assert board_on_page(browser) == board_of(ce.apply_action(state, 11174))

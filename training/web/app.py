@@ -5,7 +5,8 @@ server keeps running whatever a request holds):
 
     GET  /                              the page (static/index.html)
     GET  /api/info                      agent spec help, checkpoints and record files offered
-    POST /api/games                     {red, blue, seed?, max_plies?}: a new game; "human" or an agent spec
+    POST /api/games                     {red, blue, seed?, max_plies? | state?}: a new game ("human" or an
+                                        agent spec per colour) from a seeded start or a given position
     GET  /api/games/{id}                the game: position, legal actions grouped for clicking, moves
     POST /api/games/{id}/move           {action} or {move: "d10-d7"}: a human move
     GET  /api/games/{id}/explain        ?from=e4[&to=e6]: why that click is not a legal action
@@ -157,11 +158,11 @@ def _spec(text: str, what: str) -> str:
 class Game:
     """One game in the page: players (human or agent spec), every position, and the moves."""
 
-    def __init__(self, gid: str, players: dict[str, str], seed: int | None, max_plies: int) -> None:
+    def __init__(self, gid: str, players: dict[str, str], seed: int | None, initial: ce.GameState) -> None:
         self.id = gid
         self.players = players
         self.seed = seed
-        self.states = [ce.new_game(seed, max_plies=max_plies)]
+        self.states = [initial]
         self.actions: list[int] = []
         self.moves: list[str] = []
         self.movers: list[str] = []
@@ -355,13 +356,20 @@ class App:
         })
 
     async def new_game(self, request: Request) -> JSONResponse:
-        data = await _json_object(request, ("red", "blue", "seed", "max_plies"))
+        data = await _json_object(request, ("red", "blue", "seed", "max_plies", "state"))
         players = {}
         for colour in COLOURS:
             text = _str(data, colour, HUMAN)
             players[colour] = HUMAN if text.lower() == HUMAN else _spec(text, f"{colour} player")
         seed = _int(data, "seed", None, 0, MAX_SEED)
-        max_plies = _int(data, "max_plies", DEFAULT_MAX_PLIES, 1, MAX_PLIES_LIMIT)
+        if "state" in data:  # a set-up position instead of a seeded start (R9); it carries its own max_plies
+            if "max_plies" in data:
+                raise _error(400, "send 'max_plies' or 'state', not both: a state has its own max_plies")
+            initial = _state(data["state"])
+            if initial.is_over:
+                raise _error(400, f"the game is over ({initial.end_reason}) in this position; nothing to play")
+        else:
+            initial = ce.new_game(seed, max_plies=_int(data, "max_plies", DEFAULT_MAX_PLIES, 1, MAX_PLIES_LIMIT))
         for colour, spec in players.items():
             if spec != HUMAN:  # build it now (a checkpoint loads), so that a bad one is reported here
                 try:
@@ -373,7 +381,7 @@ class App:
             if not idle:
                 raise _error(503, f"{len(self.games)} games are thinking at once; try again when one has moved")
             del self.games[min(idle, key=lambda g: g.touched).id]
-        game = Game(secrets.token_hex(6), players, seed, max_plies)
+        game = Game(secrets.token_hex(6), players, seed, initial)
         self.games[game.id] = game
         return JSONResponse(game.view(), status_code=201)
 

@@ -87,7 +87,7 @@ function drawBoard() {
   const svg = $("board");
   svg.replaceChildren();
   const defs = el("defs", {}, svg);
-  for (const [id, colour] of [["arrow-last", "#f1c40f"], ["arrow-hint", "#16a085"]]) {
+  for (const [id, colour] of [["arrow-last", "#f1c40f"], ["arrow-hint", "#16a085"], ["arrow-search", "#7d3c98"]]) {
     const m = el("marker", { id, viewBox: "0 0 10 10", refX: 7, refY: 5, markerWidth: 4, markerHeight: 4, orient: "auto" }, defs);
     el("path", { d: "M0,0 L10,5 L0,10 z", fill: colour }, m);
   }
@@ -155,6 +155,7 @@ function drawTargets(svg, legal) {
   const targets = legal.sources[ui.selected] || {};
   for (const [to, t] of Object.entries(targets)) {
     const i = Number(to);
+    if (ui.landing !== null && ui.landing !== i) continue;  // choosing a push: only that landing and its pushes
     const [cx, cy] = centre(i);
     const attrs = { class: `target target-${t.kind}`, "data-cell": cellName(i), "data-kind": t.kind };
     if (t.kind === "normal") el("circle", { cx, cy, r: 8, ...attrs }, svg);
@@ -174,8 +175,9 @@ function drawHints(svg) {
   const pos = currentPosition();
   if (!pos || JSON.stringify(pos.state) !== ui.analysisKey) return;
   const percent = (p) => `${(p * 100).toFixed(p < 0.1 ? 1 : 0)}%`;
-  const list = a.policy ? a.policy.map((m) => [m, m.prob, percent(m.prob), "policy"])
-    : a.search ? a.search.moves.map((m) => [m, m.visits / Math.max(1, a.search.simulations), `${m.visits}`, "search"]) : [];
+  // a search's visit counts when there is one (what the agent would play on), else the policy
+  const list = a.search ? a.search.moves.map((m) => [m, m.visits / Math.max(1, a.search.simulations), `${m.visits}`, "search"])
+    : a.policy ? a.policy.map((m) => [m, m.prob, percent(m.prob), "policy"]) : [];
   for (const [m, share, label, kind] of list.slice(0, 5)) {
     if (m.from === null) continue;
     const [x1, y1] = centre(m.from), [x2, y2] = centre(m.to);
@@ -302,6 +304,20 @@ async function newGame() {
     say(e.message, "error");
   } finally {
     ui.busy = false;
+  }
+  render();
+  pump();
+}
+
+async function openGame(id) {  // a game started elsewhere (another tab, the API): ?game=ID
+  try {
+    ui.game = await api("GET", `/api/games/${encodeURIComponent(id)}`);
+    $("red").value = ui.game.players.red;
+    $("blue").value = ui.game.players.blue;
+    $("seed").value = ui.game.seed === null ? "" : String(ui.game.seed);
+    $("max-plies").value = String(ui.game.state.max_plies);
+  } catch (e) {
+    say(e.message, "error");
   }
   render();
   pump();
@@ -615,6 +631,7 @@ async function init() {
   const params = new URLSearchParams(location.search);
   for (const key of ["red", "blue", "seed", "max-plies"]) if (params.has(key)) $(key).value = params.get(key);
   if (params.get("tab") === "replay") setTab("replay");
+  else if (params.has("game")) openGame(params.get("game"));
   else newGame();
 }
 
