@@ -7,6 +7,12 @@
     >>> rng = np.random.default_rng(0)
     >>> vo, rewards, dones, reasons = venv.step(venv.random_actions(rng))
 
+This is the two-player self-play engine of `colony-train`: both colours are the learner,
+rewards come for both, observations are those of the colour to move. It is deliberately not
+a `gymnasium.vector.VectorEnv` (whose step has one reward per env and one agent); for the
+single-agent task in Gymnasium's vector API use `colony_env.gym_vector.ColonyGymVectorEnv`
+(`gymnasium.make_vec("colony_env/ColonySingleAgent-v0", vectorization_mode="vector_entry_point")`).
+
 Everything is in the *canonical* frame of the colour to move (`symmetry.py`): red sees
 the board, blue its transpose, so both colours look like "my edges are North and
 South". Actions passed to `step` are canonical ids too; the env maps them to the
