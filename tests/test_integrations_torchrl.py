@@ -32,7 +32,7 @@ class EngineCheck(BaseWrapper):
     def step(self, action):
         if action is not None:
             self.checked += 1
-            if not ce.is_legal(self.unwrapped.state, int(action)):
+            if not ce.is_legal(self.unwrapped.game_state, int(action)):
                 self.illegal.append(int(action))
         super().step(action)
 
