@@ -99,3 +99,13 @@ def test_r7_3_the_same_positions_with_colours_swapped_go_to_blue():
     s = _over(_swap(R7_3))
     assert ce.controlled_counts(s) == (1, 1)
     assert str(s.winner) == "blue" and s.rewards() == (-1.0, 1.0)
+
+
+# --- R8.4: the mask's format is part of the contract (mutation: the mask built as floats).
+def test_r8_4_mask_is_bool_and_ids_are_sorted_int64():
+    s = pos(R4_2_4)
+    mask = ce.legal_action_mask(s)
+    assert mask.dtype == bool and mask.shape == (ce.N_ACTIONS,)
+    ids = ce.legal_actions(s)
+    assert ids.dtype.kind == "i" and ids.dtype.itemsize == 8 and list(ids) == sorted(ids)
+    assert list(ids) == list(mask.nonzero()[0])
