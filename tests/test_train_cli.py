@@ -39,7 +39,8 @@ def test_tiny_run_resume_and_evaluate(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (meta["iteration"], meta["global_step"]) == (2, 32)
     assert len(_rows(run / "metrics.csv")) == 2
     evals = _rows(run / "eval.csv")
-    assert [r["opponent"] for r in evals] == ["random"] and evals[0]["games"] == "2"
+    assert [r["opponent"] for r in evals] == ["random", "random"] and evals[0]["games"] == "2"
+    assert [r["global_step"] for r in evals] == ["0", "32"]  # the untrained network, then the final evaluation
     assert (run / "config.yaml").is_file() and any((run / "tb").iterdir())
     assert (run / "plots" / "training.png").is_file()
 
@@ -145,3 +146,40 @@ def test_bench_train_prints_throughput(tmp_path: Path, capsys: pytest.CaptureFix
                    "torch_threads: 1\n")
     assert bench_train.main(["--config", str(cfg), "--iterations", "1"]) == 0
     assert "env steps/s" in capsys.readouterr().out
+
+
+def test_plot_smooths_metrics_and_draws_evaluation_intervals(tmp_path: Path) -> None:
+    """colony-plot on a synthetic 60-iteration run: a moving average that skips iterations without
+    such games, Wilson intervals around every evaluation point, the step-0 point kept."""
+    assert plot.smoothing_window(5) == 1 and plot.smoothing_window(60) == 3 and plot.smoothing_window(400) == 21
+    v = np.array([0.0, np.nan, 1.0, 1.0, np.nan])
+    smooth = plot.moving_average(v, 3)
+    assert smooth[0] == 0.0 and smooth[1] == 0.5 and smooth[3] == 1.0 and smooth[4] == 1.0  # NaN neither spread nor counted
+    rng = np.random.default_rng(0)
+    run = tmp_path / "run"
+    run.mkdir()
+    fields = ["iteration", "global_step", "policy_loss", "pool_win_rate", "greedy_win_rate"]
+    rows = [{"iteration": i, "global_step": 512 * i, "policy_loss": rng.normal(), "pool_win_rate": rng.random() if i % 3 else "nan",
+             "greedy_win_rate": ""} for i in range(1, 61)]
+    with (run / "metrics.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    evals = [(0, 40, 0.5, 0.1), (15360, 40, 1.0, 0.0), (30720, 100, 0.9, 0.05)]  # a perfect score once broke the bars
+    with (run / "eval.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["iteration", "global_step", "opponent", "games", "win_rate", "draw_rate"])
+        w.writeheader()
+        for step, games, win, draw in evals:
+            w.writerow({"iteration": step // 512, "global_step": step, "opponent": "random", "games": games,
+                        "win_rate": win, "draw_rate": draw})
+    points = plot.evaluation_points(plot._read(run / "eval.csv"))["random"]
+    assert [p[0] for p in points] == [0, 15360, 30720] and points[0][1] == pytest.approx(0.55)
+    assert all(p[2] < p[1] <= p[3] + 1e-9 for p in points) and points[2][3] - points[2][2] < points[0][3] - points[0][2]
+    written = plot.plot_run(run)
+    assert [p.name for p in written] == ["training.png", "evaluation.png"] and all(p.stat().st_size > 0 for p in written)
+
+
+def test_training_game_scores_are_weighted_by_games() -> None:
+    scores, games = np.array([1.0, 0.0, np.nan]), np.array([1, 9, 0])
+    assert plot.moving_average(scores, 3, games)[1] == pytest.approx(0.1)  # 1 win in 10 games, not (1 + 0) / 2
+    assert plot.moving_average(scores, 1, games)[2] != plot.moving_average(scores, 1, games)[2]  # no games: NaN

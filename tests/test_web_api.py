@@ -99,7 +99,7 @@ def test_a_game_from_a_set_up_position(client):
     )
     g = new_game(client, red="human", blue="greedy", state=state.to_dict(), seed=1)
     assert g["state"] == state.to_dict() and g["colonies"][0]["cells"] == [46, 55, 56]
-    landing = g["legal"]["sources"]["62"]["66"]  # c4 onto g4 (RULES.md R10)
+    landing = g["legal"]["sources"]["62"]["66"]  # c4 onto g4 (docs/rules.md R10)
     assert landing["kind"] == "displacement" and 11174 in [a["action"] for a in landing["actions"]]
     v = client.post(f"/api/games/{g['id']}/move", json={"move": "c4-g4>h3"}).json()
     assert v["actions"] == [11174] and v["last"] == {"notation": "c4-g4>h3", "from": 62, "to": 66, "push": 77}

@@ -349,7 +349,7 @@ def test_watching_two_agents_play_each_other(browser, server):
     assert browser.find_element(By.ID, "pause").get_attribute("disabled") == "true"  # nothing left to pause
 
 
-# RULES.md R10: red's r4 on c4 may land on g4 (exactly 4 East), next to its colony, and push b1 away
+# docs/rules.md R10: red's r4 on c4 may land on g4 (exactly 4 East), next to its colony, and push b1 away
 R10_POSITION = """
 . . . . . . . . . .
 . . . . . . . . . .

@@ -14,8 +14,9 @@ North and South). Each iteration:
    kickstarting loss pulls the policy towards the greedy agent's choices.
 3. **Update**: `update_epochs` epochs of minibatch PPO (clipped policy and value losses, entropy
    bonus, gradient clipping), with a linearly annealed learning rate.
-4. **Bookkeeping**: metrics to TensorBoard and `metrics.csv`, periodic evaluation against agent
-   specs (`random`, `greedy`, `mcts:N`) into `eval.csv`, atomic checkpoints, pool snapshots.
+4. **Bookkeeping**: metrics to TensorBoard and `metrics.csv`, evaluation against agent specs
+   (`random`, `greedy`, `mcts:N`) into `eval.csv` at step 0 and periodically, atomic checkpoints,
+   pool snapshots.
 
 A run directory holds `config.yaml`, `metrics.csv`, `eval.csv`, TensorBoard events,
 `checkpoints/latest.pt` (+ numbered ones) and `plots/` (`colony-plot RUN_DIR`).
@@ -446,6 +447,10 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     bar = tqdm(total=cfg.num_iterations * cfg.batch_size, initial=global_step, unit="step", disable=not progress,
                dynamic_ncols=True, desc=run_dir.name)
     last_eval: dict[str, float] = {}
+    if cfg.eval_every and not resume:  # the starting network: the point the evaluation curves start from
+        res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, cfg.seed, cfg.max_plies)
+        log.evaluation(iteration, global_step, res)
+        last_eval = {spec: r["win_rate"] for spec, r in res.items()}
 
     def checkpoint(final: bool = False) -> None:
         meta = {
