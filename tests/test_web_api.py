@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 pytest.importorskip("starlette", reason="the web extra (starlette, uvicorn) is not installed")
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-import colony_env as ce  # noqa: E402
-from training.eval.records import GameRecord, write_records  # noqa: E402
-from training.web import cli  # noqa: E402
-from training.web.app import MAX_JSON_BYTES, RECORD_FILE, WebConfig, create_app  # noqa: E402
-from training.web.views import legal_view  # noqa: E402
+import colony_env as ce
+from training.eval.records import GameRecord, write_records
+from training.web import cli
+from training.web.app import MAX_JSON_BYTES, RECORD_FILE, WebConfig, create_app
+from training.web.views import legal_view
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
 THINK_LIMIT = 300.0  # generous: a fresh worker may compile the search kernels first
@@ -347,7 +347,7 @@ def test_search_analysis_reports_the_roots_visits(client):
     assert a["policy"] is None and a["value"] is None and a["search"]["simulations"] == 60
     visits = [m["visits"] for m in a["search"]["moves"]]
     assert visits == sorted(visits, reverse=True) and visits[0] >= 1
-    legal = set(int(x) for x in ce.legal_actions(state))
+    legal = {int(x) for x in ce.legal_actions(state)}
     assert all(m["action"] in legal for m in a["search"]["moves"])
 
 
@@ -460,5 +460,5 @@ def test_network_guided_search_analysis_reports_visits(client):
     assert r.status_code == 200, r.text
     a = r.json()
     assert a["search"]["simulations"] == 8 and a["policy"] is not None and a["value"] is not None
-    legal = set(int(x) for x in ce.legal_actions(state))
+    legal = {int(x) for x in ce.legal_actions(state)}
     assert all(m["action"] in legal and m["visits"] >= 1 for m in a["search"]["moves"])

@@ -28,15 +28,15 @@ import pytest
 
 pytest.importorskip("starlette", reason="the web extra (starlette, uvicorn) is not installed")
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-from selenium.common.exceptions import WebDriverException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
 
-import colony_env as ce  # noqa: E402
-from colony_env.agents import GreedyAgent, RandomAgent  # noqa: E402
-from training.eval.records import GameRecord, write_records  # noqa: E402
+import colony_env as ce
+from colony_env.agents import GreedyAgent, RandomAgent
+from training.eval.records import GameRecord, write_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = "checkpoints/colony_ppo.pt"
@@ -226,7 +226,8 @@ def test_full_game_against_random_by_clicking(browser, server, workdir):
             assert len(pushes) == len(api[str(ce.parse_cell(dst))]["actions"])
             click_cell(browser, pushes[0].get_attribute("data-cell"))
         human_moves += 1
-        wait(browser, lambda d: len(page_game(d)["moves"]) >= len(game["moves"]) + 1, what="the move")
+        played = len(game["moves"]) + 1
+        wait(browser, lambda d, n=played: len(page_game(d)["moves"]) >= n, what="the move")
 
     game = page_game(browser)
     final = _get(f"{server}/api/games/{game['id']}")
@@ -264,7 +265,7 @@ def test_replay_of_a_recorded_game_stepped_to_the_end(browser, server, workdir, 
     for ply in range(1, n + 1):
         body.send_keys(Keys.ARROW_RIGHT)
         if ply in (1, n // 2, n):  # the board follows the engine's replay, the last move is marked
-            wait(browser, lambda d: d.find_element(By.ID, "ply").get_attribute("value") == str(ply), 10)
+            wait(browser, lambda d, p=str(ply): d.find_element(By.ID, "ply").get_attribute("value") == p, 10)
             assert board_on_page(browser) == board_of(states[ply])
             current = browser.find_element(By.CSS_SELECTOR, "#moves li.current")
             assert current.text == record.moves[ply - 1] and current.get_attribute("data-ply") == str(ply)
@@ -303,7 +304,7 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
     for ply in (GRACE_PLY, ANALYSED_PLY):
         browser.find_element(By.ID, "ply").clear()
         browser.find_element(By.ID, "ply").send_keys(str(ply), Keys.ENTER)
-        wait(browser, lambda d: d.find_element(By.ID, "ply").get_attribute("value") == str(ply), 10)
+        wait(browser, lambda d, p=str(ply): d.find_element(By.ID, "ply").get_attribute("value") == p, 10)
         if ply == GRACE_PLY:
             assert "red finished; blue has 2 grace moves left" in text(browser, "facts")
             assert len(browser.find_elements(By.CSS_SELECTOR, "#facts .grace .bolt")) == states[ply].grace_left == 2

@@ -81,8 +81,8 @@ def _config(args: argparse.Namespace):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        import uvicorn  # noqa: F401  (checked before anything starts)
         import starlette  # noqa: F401
+        import uvicorn
     except ImportError as e:
         print(f"colony-web: error: the web app needs the 'web' extra ({e.name} is missing): pip install -e '.[web]'",
               file=sys.stderr)

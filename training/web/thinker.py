@@ -49,7 +49,7 @@ def _serve(conn: Connection) -> None:
             conn.send(("ok", worker.JOBS[name](**kwargs)))
         except worker.JobError as e:
             conn.send(("error", str(e)))
-        except Exception as e:  # any other failure of an agent: report it in one line, keep serving
+        except Exception as e:  # noqa: BLE001  (any failure of an agent: report it in one line, keep serving)
             first = (str(e).strip().splitlines() or [""])[0]
             conn.send(("error", f"{type(e).__name__}: {first[:300]}"))
 
