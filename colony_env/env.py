@@ -157,7 +157,7 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
 from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, N_ACTIONS, Colour
-from .engine import GameState, IllegalActionError, apply_action, controlled_counts, legal_actions, new_game
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, legal_actions, new_game
 from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
 
@@ -194,13 +194,11 @@ class raw_env(AECEnv, EzPickle):
     def __init__(self, max_plies: int = DEFAULT_MAX_PLIES, render_mode: str | None = None, canonical: bool = False) -> None:
         EzPickle.__init__(self, max_plies=max_plies, render_mode=render_mode, canonical=canonical)
         super().__init__()
-        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 1:
-            raise ValueError(f"max_plies must be a positive int, got {max_plies!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if not isinstance(canonical, (bool, np.bool_)):
             raise ValueError(f"canonical must be True or False, got {canonical!r}")
-        self.max_plies = int(max_plies)
+        self.max_plies = check_max_plies(max_plies)  # the engine's range (int32 state)
         self.render_mode = render_mode
         self.canonical = bool(canonical)
         # Per agent: whether its observations and actions are transposed (blue's canonical view).

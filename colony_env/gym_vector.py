@@ -62,7 +62,7 @@ from numba import njit
 from . import _core
 from .agents import RandomAgent
 from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN, Colour
-from .engine import GameState, IllegalActionError, apply_action, new_game
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, new_game
 from .observation import OBS_SHAPE, encode_into
 from .symmetry import TRANSPOSE_ACTIONS
 from .wrappers import ILLEGAL_ACTION_MODES, ILLEGAL_ACTION_REWARD, LEARNER_COLOURS, _as_policy, as_action_id
@@ -221,9 +221,7 @@ class ColonyGymVectorEnv(VectorEnv):
             learner_colour = str(learner_colour)
         if learner_colour not in LEARNER_COLOURS:
             raise ValueError(f"learner_colour must be one of {LEARNER_COLOURS}, got {learner_colour!r}")
-        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 2:
-            raise ValueError(f"max_plies must be an int >= 2 (the learner must get a move), got {max_plies!r}")
-        new_game(0, int(max_plies))  # the engine's own range check (int32 state)
+        max_plies = check_max_plies(max_plies, minimum=2)  # at least 2: the learner must get a move
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
         if render_mode is not None and render_mode not in ("ansi", "rgb_array"):

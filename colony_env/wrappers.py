@@ -45,7 +45,7 @@ import numpy as np
 from gymnasium import spaces
 
 from .constants import DEFAULT_MAX_PLIES, N_ACTIONS, Colour
-from .engine import GameState, IllegalActionError, apply_action, legal_action_mask, new_game
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, legal_action_mask, new_game
 from .observation import OBS_SHAPE, encode_into
 from .registration import GYMNASIUM_ID
 from .symmetry import ACTION_MAP, CANONICAL_SYMMETRY, TRANSPOSE
@@ -145,14 +145,12 @@ class ColonySingleAgentEnv(gymnasium.Env):
             learner_colour = str(learner_colour)
         if learner_colour not in LEARNER_COLOURS:
             raise ValueError(f"learner_colour must be one of {LEARNER_COLOURS}, got {learner_colour!r}")
-        if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or max_plies < 2:
-            raise ValueError(f"max_plies must be an int >= 2 (the learner must get a move), got {max_plies!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {illegal_action!r}")
         self.learner_colour_mode = learner_colour
-        self.max_plies = int(max_plies)
+        self.max_plies = check_max_plies(max_plies, minimum=2)  # at least 2: the learner must get a move
         self.render_mode = render_mode
         self.canonical = bool(canonical)
         self.illegal_action = illegal_action
