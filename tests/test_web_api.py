@@ -337,7 +337,14 @@ def test_policy_analysis_matches_the_checkpoint(client):
     order = np.argsort(-probs, kind="stable")[:5]
     assert [m["action"] for m in a["policy"]] == [int(ids[i]) for i in order]
     assert [m["prob"] for m in a["policy"]] == pytest.approx([float(probs[i]) for i in order], abs=1e-6)
-    assert a["value"] == pytest.approx(value, abs=1e-6) and a["search"] is None and a["to_move"] == "blue"
+    from training.checkpoint import read_checkpoint
+    from training.ppo.shaping import mover_potential
+
+    scale = read_checkpoint(CHECKPOINT)["config"]["shaping_scale"]
+    assert a["shaping_scale"] == scale > 0 and a["value_head"] == pytest.approx(value, abs=1e-6)
+    phi = float(mover_potential(state.to_array()[None], scale)[0])  # the head learns V - Phi (shaping.py)
+    assert a["value"] == pytest.approx(np.clip(value + phi, -1, 1), abs=1e-6)
+    assert a["search"] is None and a["to_move"] == "blue"
     assert all(m["notation"] == ce.action_to_str(m["action"], state) for m in a["policy"])
 
 

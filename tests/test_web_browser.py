@@ -324,6 +324,7 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
     assert [h.get_attribute("data-move") for h in hints] == [m["notation"] for m in api["policy"][:5]]
     red = api["value"] if api["to_move"] == "red" else -api["value"]
     assert text(browser, "value-text") == f"red {(red + 1) / 2 * 100:.0f}% \u00b7 blue {100 - (red + 1) / 2 * 100:.0f}%"
+    assert "value = value head + \u03a6" in text(browser, "value-note")  # the shipped agent learned with shaping
     points = browser.find_element(By.CSS_SELECTOR, "#value-graph polyline").get_attribute("points").split()
     assert len(points) == len(record.actions) + 1  # one value per position of the game
     facts = text(browser, "facts")

@@ -7,8 +7,9 @@ Agents and analysers are built once per spec and kept (a checkpoint loads once).
 
 Analysis of a spec:
 * `checkpoint:PATH...`: the policy's probabilities over the legal actions and its value
-  (the mover's expected return; with reward shaping an estimate of V - Phi, see
-  training/shaping.py), from `training.checkpoint.load_policy_agent(...).policy(state)`;
+  (the mover's expected return), from `training.checkpoint.load_policy_agent(...).policy(state)`;
+  a network trained with reward shaping learns V - Phi, so Phi is added back as in training
+  (training/ppo/shaping.py);
 * any spec whose agent searches (`mcts:N`, `checkpoint:PATH:mcts:N`, ...): the root's
   visit counts and mean returns from `mcts_search(state, rng)`.
 """
@@ -27,6 +28,7 @@ from ..eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from .views import action_cells
 
 CHECKPOINT_MODULE = "training.checkpoint"  # imported on first use: it pulls in torch
+SHAPING_MODULE = "training.ppo.shaping"
 CACHE_SIZE = 8  # agents and analysers kept per worker process
 TOP_MOVES = 8  # default number of moves listed by an analysis
 
@@ -90,8 +92,12 @@ class Analyser:
             raise JobError(str(e)) from None
         agent = _agent(spec)  # a missing or corrupt checkpoint is reported here, in agent_specs' words
         self.policy = None
+        self.shaping_scale = 0.0
         if parsed.kind == "checkpoint":
-            self.policy = importlib.import_module(CHECKPOINT_MODULE).load_policy_agent(parsed.path)
+            checkpoints = importlib.import_module(CHECKPOINT_MODULE)
+            self.policy = checkpoints.load_policy_agent(parsed.path)
+            # with reward shaping the value head learns V - Phi (training/ppo/shaping.py); V is head + Phi
+            self.shaping_scale = float(checkpoints.read_checkpoint(parsed.path)["config"].get("shaping_scale") or 0.0)
         inner = getattr(agent, "inner", agent)  # agent_specs wraps loaded agents under the spec's name
         # MCTSAgent.mcts_search gives the root's children; AZAgent.analyse the root's statistics
         self.searcher = inner if any(callable(getattr(inner, m, None)) for m in ("mcts_search", "analyse")) else None
@@ -100,6 +106,15 @@ class Analyser:
                 f"{spec!r} offers nothing to analyse: use checkpoint:PATH (policy and value), "
                 "checkpoint:PATH:mcts:N or mcts:N (search visit counts)"
             )
+
+    def value(self, state: ce.GameState) -> tuple[float, float]:
+        """(value for the mover, the value head's raw output): V = head + Phi as in training, within [-1, 1]."""
+        head = float(self.policy.policy(state)[2])
+        potential = 0.0
+        if self.shaping_scale:
+            shaping = importlib.import_module(SHAPING_MODULE)
+            potential = float(shaping.mover_potential(state.to_array()[None], self.shaping_scale)[0])
+        return min(1.0, max(-1.0, head + potential)), head
 
     def _search(self, state: ce.GameState, rng: np.random.Generator) -> tuple[list[tuple[int, int, float | None]], int]:
         """([(action, visits, mean return for the mover or None)], simulations) of one search from `state`."""
@@ -113,13 +128,13 @@ class Analyser:
         return kids, sum(n for _, n, _ in kids)
 
     def analyse(self, state: ce.GameState, top: int, seed: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"policy": None, "value": None, "search": None}
+        out: dict[str, Any] = {"policy": None, "value": None, "search": None, "shaping_scale": self.shaping_scale}
         if self.policy is not None:
-            ids, probs, value = self.policy.policy(state)
+            ids, probs, _ = self.policy.policy(state)
             order = np.argsort(-probs, kind="stable")[:top]
             out["policy"] = [{**action_cells(int(ids[i]), state), "action": int(ids[i]), "prob": float(probs[i])}
                              for i in order]
-            out["value"] = float(value)
+            out["value"], out["value_head"] = self.value(state)
         if self.searcher is not None:
             kids, simulations = self._search(state, np.random.default_rng(seed))
             kids = sorted((k for k in kids if k[1] > 0), key=lambda k: (-k[1], -(k[2] or 0.0)))  # searched moves only
@@ -150,7 +165,7 @@ def values(spec: str, states: list[np.ndarray]) -> list[float | None]:
         if state.is_over:
             out.append(state.rewards()[0])
             continue
-        v = analyser.policy.policy(state)[2]
+        v = analyser.value(state)[0]
         out.append(v if state.to_move == ce.RED else -v)
     return out
 

@@ -520,6 +520,9 @@ function drawAnalysisPanel() {
   const on = $("analyse").checked;
   const a = on && ui.analysis && currentPosition() && JSON.stringify(currentPosition().state) === ui.analysisKey ? ui.analysis : null;
   $("value-bar").classList.toggle("hidden", !(a && a.value !== null));
+  const shaped = a && a.value !== null && a.shaping_scale > 0;
+  $("value-note").classList.toggle("hidden", !shaped);
+  if (shaped) $("value-note").textContent = `value = value head + \u03a6: trained with reward shaping (scale ${a.shaping_scale}), the head learns V \u2212 \u03a6`;
   if (a && a.value !== null) {
     const red = a.to_move === "red" ? a.value : -a.value;
     const p = Math.max(0, Math.min(1, (red + 1) / 2));
