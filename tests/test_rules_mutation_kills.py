@@ -109,3 +109,29 @@ def test_r8_4_mask_is_bool_and_ids_are_sorted_int64():
     ids = ce.legal_actions(s)
     assert ids.dtype.kind == "i" and ids.dtype.itemsize == 8 and list(ids) == sorted(ids)
     assert list(ids) == list(mask.nonzero()[0])
+
+
+# --- R4.2.3: the corner cell a10 (flat index 0) is on the board like any other
+# (mutation: "off the board" tested as index <= 0). r4 on c4 lands 4 North on c8 (b1) next to
+# the colony r2 d9 - b3 d8 - r1 d7 and pushes b1 2 North-West, jumping b9, into the corner.
+CORNER = """
+.
+.  .  .  r2
+.  .  b1 b3
+.  .  .  r1
+.
+.
+.  .  r4
+"""
+
+
+def test_r4_2_3_a_push_may_end_in_the_corner_cell():
+    s = pos(CORNER)
+    after = assert_legal(s, act(s, "c4-c8>a10"))
+    assert after.board[0, 0] == -1 and after.board[2, 2] == 4
+
+
+def test_r4_2_4_the_corner_cell_guarded_by_the_mover_is_refused():
+    s = pos(CORNER.replace(".\n.  .  .  r2", ".  r3\n.  .  .  r2", 1))  # r3 on b10 touches a10
+    assert s.board[0, 1] == 3
+    assert_illegal(s, act(s, "c4-c8>a10"), "R4.2.4")
