@@ -22,15 +22,19 @@ the weights (`export_state_dict`), and a checkpoint from either trainer plays th
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import dataclasses
 import functools
+import inspect
 import math
 import platform
 import re
 import shutil
 import sys
+import textwrap
 import time
+import typing
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +44,15 @@ import numpy as np
 import torch
 import yaml
 
+from colony_env.constants import N_ACTIONS
 from colony_env.env import AGENTS, ILLEGAL_ACTION
+from colony_env.rllib import ENV_NAME, MASK_KEY, PACKED_MASK_BYTES, RLLIB_OBS_KEY
 
 from ..checkpoint import CheckpointError, save_checkpoint
 from .. import config as config_lib
 from ..config import ConfigError
 from ..model import PolicyValueNet, masked_log_probs
+from ..runlog import truncate_csv_after
 
 try:  # ray is an optional extra: `pip install -e ".[rllib]"`
     import gymnasium as gym
@@ -58,13 +65,15 @@ try:  # ray is an optional extra: `pip install -e ".[rllib]"`
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.core.rl_module.torch import TorchRLModule
-    from ray.tune.registry import register_env
+
+    from colony_env.rllib import register_rllib_env
+
+    from .cluster import ClusterError, env_runner_health, ray_session
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         f"the RLlib path needs ray[rllib]: pip install -e \".[rllib]\" ({_e})"
     ) from None
 
-ENV_NAME = "colony_v0_rllib"
 MAIN_MODULE = "main"
 SNAPSHOT_PREFIX = "main_v"
 NET_PREFIX = "net."  # ColonyRLModule keeps the PolicyValueNet as `self.net`
@@ -72,8 +81,16 @@ RLLIB_DIR = "rllib"  # RLlib checkpoints inside a run directory
 LATEST = "latest.pt"
 METRIC_FIELDS = (
     "iteration", "env_steps", "wall_time", "steps_per_s", "episodes", "episode_len_mean", "policy_loss",
-    "vf_loss", "entropy", "pool_size", "pool_win_rate", "illegal_games",
+    "vf_loss", "entropy", "pool_size", "pool_win_rate", "illegal_games", "env_runners", "nodes",
 )  # fmt: skip
+GUMBEL_EPS = 1e-20  # keeps -log(-log(u)) finite for u drawn as 0
+# Keys `--resume` may change: where and how wide the run goes on, and how long; the rest
+# (network, PPO, self-play, seed) is what the checkpoint was trained with.
+RESUME_KEYS = frozenset({
+    "address", "num_cpus", "torch_threads", "num_env_runners", "num_envs_per_env_runner", "num_cpus_per_env_runner",
+    "num_learners", "num_gpus_per_learner", "rollout_fragment_length", "total_steps", "checkpoint_every",
+    "keep_checkpoints", "final_eval_games", "eval_opponents",
+})  # fmt: skip
 
 
 # --- config ------------------------------------------------------------------------------------
@@ -104,6 +121,7 @@ class RllibConfig:
     num_envs_per_env_runner: int = 1
     """Games each env runner steps together (batched inference per runner)."""
     num_cpus_per_env_runner: int = 1
+    """CPUs Ray reserves for each env runner (one per core is the usual layout)."""
     num_learners: int = 0
     """0 learns in the driver; N >= 1 starts N learner actors (data-parallel, e.g. one per GPU)."""
     num_gpus_per_learner: float = 0.0
@@ -119,17 +137,21 @@ class RllibConfig:
 
     # --- network (training/model.py PolicyValueNet) ---
     channels: int = 32
+    """Width of the PolicyValueNet's residual trunk."""
     blocks: int = 2
+    """Residual blocks in the trunk."""
 
     # --- PPO (RLlib's names in brackets) ---
     train_batch_size: int = 2048
     """Env steps per training iteration, per learner [train_batch_size_per_learner]."""
     minibatch_size: int = 256
+    """Env steps per gradient step."""
     update_epochs: int = 3
     """[num_epochs]"""
     learning_rate: float = 3e-4
     """[lr]"""
     gamma: float = 0.995
+    """Discount per env step."""
     gae_lambda: float = 0.95
     """[lambda_]"""
     clip_coef: float = 0.2
@@ -215,6 +237,15 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Rl
 
 
 # --- the RLModule ------------------------------------------------------------------------------
+_BIT_SHIFTS = torch.arange(7, -1, -1, dtype=torch.uint8)  # np.packbits order: the first action is the top bit
+
+
+def unpack_mask(packed: torch.Tensor) -> torch.Tensor:
+    """uint8[..., 2001] packed action masks (`colony_env.rllib`, `packed_mask=True`) -> bool[..., 16001]."""
+    bits = (packed.to(torch.uint8).unsqueeze(-1) >> _BIT_SHIFTS.to(packed.device)) & 1
+    return bits.reshape(*packed.shape[:-1], -1)[..., :N_ACTIONS].bool()
+
+
 class ColonyRLModule(TorchRLModule, ValueFunctionAPI):
     """The project's `PolicyValueNet` as an RLlib RLModule, with action masking.
 
@@ -232,23 +263,56 @@ class ColonyRLModule(TorchRLModule, ValueFunctionAPI):
 
     def setup(self) -> None:
         space = self.observation_space
-        if not isinstance(space, gym.spaces.Dict) or set(space.spaces) != {"observations", "action_mask"}:
+        if not isinstance(space, gym.spaces.Dict) or set(space.spaces) != {RLLIB_OBS_KEY, MASK_KEY}:
             raise ValueError(
-                "ColonyRLModule needs a Dict observation space with keys 'observations' and 'action_mask' "
+                f"ColonyRLModule needs a Dict observation space with keys '{RLLIB_OBS_KEY}' and '{MASK_KEY}' "
                 f"(wrap the env with colony_env.rllib), got {space}"
             )
+        mask_shape = tuple(space[MASK_KEY].shape)
+        if mask_shape not in ((N_ACTIONS,), (PACKED_MASK_BYTES,)):
+            raise ValueError(f"ColonyRLModule needs an action mask of {N_ACTIONS} entries or {PACKED_MASK_BYTES} "
+                             f"packed bytes, got shape {mask_shape}")
+        self.packed_mask = mask_shape == (PACKED_MASK_BYTES,)
         mc = self.model_config or {}
-        in_channels = int(space["observations"].shape[0])
+        in_channels = int(space[RLLIB_OBS_KEY].shape[0])
         self.net = PolicyValueNet(in_channels, int(mc.get("channels", 32)), int(mc.get("blocks", 2)))
+        # The module is built inside every env runner and learner process: one place to cap their
+        # torch threads (one env runner per core is the usual layout).
+        if mc.get("torch_threads"):
+            torch.set_num_threads(int(mc["torch_threads"]))
+
+    def _legal(self, mask: torch.Tensor) -> torch.Tensor:
+        """bool[B, 16001] from the observation's mask (plain 0/1, or packed 8 actions per byte)."""
+        if not self.packed_mask:
+            return mask > 0
+        return unpack_mask(mask)
 
     def _masked_logits_and_value(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         obs = batch[Columns.OBS]
-        logits, value = self.net.full_logits(obs["observations"].float())
-        return masked_log_probs(logits, obs["action_mask"] > 0), value
+        logits, value = self.net.full_logits(obs[RLLIB_OBS_KEY].float())
+        return masked_log_probs(logits, self._legal(obs[MASK_KEY])), value
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         logits, _ = self._masked_logits_and_value(batch)
         return {Columns.ACTION_DIST_INPUTS: logits}
+
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """Sample here (Gumbel-max over the masked log-probs) and hand RLlib the action and its log-prob.
+
+        RLlib's default samples from `ACTION_DIST_INPUTS` and stores those inputs with every
+        step, which is 16,001 float32 values (64 KB) per step sent from each env runner to the
+        learner. PPO's loss needs only the action and its log-prob from sampling time; it
+        builds the old distribution from `ACTION_DIST_INPUTS` for the KL term alone, which this
+        trainer leaves off (`use_kl_loss=False`), so a one-value placeholder goes in its place.
+        """
+        logp, _ = self._masked_logits_and_value(batch)
+        noise = -torch.log(-torch.log(torch.rand_like(logp).clamp_(min=GUMBEL_EPS)))
+        actions = torch.argmax(logp + noise, dim=-1)
+        return {
+            Columns.ACTIONS: actions,
+            Columns.ACTION_LOGP: logp.gather(-1, actions[:, None])[:, 0],
+            Columns.ACTION_DIST_INPUTS: logp.new_zeros((logp.shape[0], 1)),
+        }
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         logits, value = self._masked_logits_and_value(batch)
@@ -257,7 +321,7 @@ class ColonyRLModule(TorchRLModule, ValueFunctionAPI):
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         if embeddings is not None:
             return embeddings
-        return self.net._trunk(batch[Columns.OBS]["observations"].float())[1]
+        return self.net._trunk(batch[Columns.OBS][RLLIB_OBS_KEY].float())[1]
 
 
 def export_state_dict(module_state: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -355,20 +419,36 @@ class SnapshotSelfPlayCallback(RLlibCallback):
         algorithm.learner_group.set_state(
             {COMPONENT_LEARNER: {COMPONENT_RL_MODULE: {new_id: main_state}}}
         )
-        # Not `env_runner_group.sync_weights`: it skips env runners whose weights sequence number
-        # already matches the learner's, which it does right after an update, so the new module
-        # would keep its random initial weights there. Set the weights directly instead.
-        state_ref = ray.put(main_state)
-
-        def _set_snapshot(runner: Any, _id: str = new_id, _ref: Any = state_ref) -> None:
-            module = getattr(runner, "module", None)
-            if module is not None and _id in module:
-                module[_id].set_state(ray.get(_ref))
-
-        algorithm.env_runner_group.foreach_env_runner(_set_snapshot, local_env_runner=True)
+        _push_to_env_runners(algorithm, new_id, main_state)
         for old in removed:
             algorithm.remove_module(old, new_agent_to_module_mapping_fn=mapping)
         result["pool_size"] = len(self.snapshots)
+
+    def resume_pool(self, algorithm: Any, snapshot_ids: list[str]) -> None:
+        """Re-create the snapshot modules of a checkpoint (`--resume`), before its weights are loaded."""
+        self.snapshots = list(snapshot_ids)
+        self.count = max((int(m[len(SNAPSHOT_PREFIX):]) for m in snapshot_ids), default=0)
+        mapping = SnapshotMapping(self.snapshots, self.pool_share)
+        spec = algorithm.config.rl_module_spec.rl_module_specs[MAIN_MODULE]
+        for module_id in snapshot_ids:
+            algorithm.add_module(module_id=module_id, module_spec=spec, new_agent_to_module_mapping_fn=mapping)
+
+
+def _push_to_env_runners(algorithm: Any, module_id: str, state: dict[str, Any]) -> None:
+    """Set one module's weights on every env runner.
+
+    Not `env_runner_group.sync_weights`: it skips env runners whose weights sequence number
+    already matches the learner's, which it does right after an update, so a new snapshot
+    module would keep its random initial weights there.
+    """
+    state_ref = ray.put(state)
+
+    def _set(runner: Any, _id: str = module_id, _ref: Any = state_ref) -> None:
+        module = getattr(runner, "module", None)
+        if module is not None and _id in module:
+            module[_id].set_state(ray.get(_ref))
+
+    algorithm.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
 
 
 def learner_module_state(algorithm: Any, module_id: str) -> dict[str, Any]:
@@ -378,32 +458,24 @@ def learner_module_state(algorithm: Any, module_id: str) -> dict[str, Any]:
 
 
 # --- building the algorithm --------------------------------------------------------------------
-def make_env(env_config: dict[str, Any]) -> Any:
-    """Env creator run inside each env runner: the AEC env in RLlib's multi-agent API."""
-    from colony_env.rllib import make_rllib_env
-
-    torch.set_num_threads(int(env_config.get("torch_threads", 1)))
-    return make_rllib_env(max_plies=int(env_config.get("max_plies", 400)))
-
-
 def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
     """The RLlib `PPOConfig` of a run (new API stack, multi-agent with one shared module)."""
     from colony_env.env import raw_env
     from colony_env.rllib import RLlibObservationWrapper
 
-    register_env(ENV_NAME, make_env)
-    spaces_env = RLlibObservationWrapper(raw_env(max_plies=cfg.max_plies))
+    register_rllib_env()  # the driver registers it with the running Ray instance for the env runners
+    spaces_env = RLlibObservationWrapper(raw_env(max_plies=cfg.max_plies), packed_mask=True)
     # Explicit spaces, so that snapshots added later (SnapshotSelfPlayCallback) can be built from this spec.
     module_spec = RLModuleSpec(
         module_class=ColonyRLModule,
         observation_space=spaces_env.observation_space(AGENTS[0]),
         action_space=spaces_env.action_space(AGENTS[0]),
-        model_config={"channels": cfg.channels, "blocks": cfg.blocks},
+        model_config={"channels": cfg.channels, "blocks": cfg.blocks, "torch_threads": cfg.torch_threads},
     )
     config = (
         PPOConfig()
         # RLlib's env check steps random (mostly illegal) actions; the env is tested by its own suite.
-        .environment(ENV_NAME, env_config={"max_plies": cfg.max_plies, "torch_threads": cfg.torch_threads},
+        .environment(ENV_NAME, env_config={"max_plies": cfg.max_plies, "packed_mask": True},
                      disable_env_checking=True)
         .framework("torch")
         .env_runners(
@@ -441,18 +513,6 @@ def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
     return config
 
 
-def init_ray(cfg: RllibConfig) -> bool:
-    """Connect to `cfg.address` or start a private local instance; True if this call started Ray."""
-    if ray.is_initialized():
-        return False
-    if cfg.address:
-        ray.init(address=cfg.address, log_to_driver=False)
-    else:  # a private single-machine instance, reachable only from this machine
-        ray.init(num_cpus=cfg.num_cpus or None, include_dashboard=False, _node_ip_address="127.0.0.1",
-                 log_to_driver=False)
-    return True
-
-
 # --- export to the project's checkpoint format -------------------------------------------------
 def export_algorithm(algorithm: Any, cfg: RllibConfig, path: str | Path, meta: dict[str, Any]) -> Path:
     """Write `main`'s current weights as a project checkpoint (loadable by `checkpoint:PATH`)."""
@@ -484,84 +544,157 @@ def _get(d: dict, *keys: str, default: float = float("nan")) -> float:
         return default
 
 
-def metrics_row(result: dict[str, Any], t0: float, prev_steps: float, prev_t: float) -> dict[str, Any]:
-    """One `metrics.csv` row from an RLlib result dict."""
-    steps = _get(result, "env_runners", "num_env_steps_sampled_lifetime", default=0.0)
+def _count(result: dict[str, Any], *keys: str) -> int:
+    """A summed count from an RLlib result dict, 0 where there is none.
+
+    RLlib reports a sum over no event as NaN: in an iteration in which no game ends (every
+    runner's share of the batch shorter than a game, once a game has ended somewhere),
+    `illegal_games` is NaN, and `int(nan)` crashed the run (issue 16).
+    """
+    value = _get(result, *keys, default=0.0)
+    return int(value) if math.isfinite(value) else 0
+
+
+def metrics_row(result: dict[str, Any], t0: float, prev: dict[str, Any], prev_t: float,
+                health: tuple[int, int, int] = (0, 0, 1)) -> dict[str, Any]:
+    """One `metrics.csv` row from an RLlib result dict, the previous row (`prev`, {} at the start)
+    and `env_runner_health` (configured, healthy, nodes)."""
+    steps = _count(result, "env_runners", "num_env_steps_sampled_lifetime")
     now = time.perf_counter()
     return {
         "iteration": int(result.get("training_iteration", 0)),
-        "env_steps": int(steps),
+        "env_steps": steps,
         "wall_time": round(now - t0, 2),
-        "steps_per_s": round((steps - prev_steps) / max(1e-9, now - prev_t), 1),
-        "episodes": int(_get(result, "env_runners", "num_episodes_lifetime", default=0.0)),
+        "steps_per_s": round((steps - int(prev.get("env_steps", 0))) / max(1e-9, now - prev_t), 1),
+        "episodes": _count(result, "env_runners", "num_episodes_lifetime"),
         "episode_len_mean": _get(result, "env_runners", "episode_len_mean"),
         "policy_loss": _get(result, "learners", MAIN_MODULE, "policy_loss"),
         "vf_loss": _get(result, "learners", MAIN_MODULE, "vf_loss"),
         "entropy": _get(result, "learners", MAIN_MODULE, "entropy"),
         "pool_size": int(result.get("pool_size", 0)),
         "pool_win_rate": _get(result, "env_runners", "pool_win_rate"),
-        "illegal_games": int(_get(result, "env_runners", "illegal_games", default=0.0)),
+        "illegal_games": _count(result, "env_runners", "illegal_games"),
+        "env_runners": health[1],
+        "nodes": health[2],
     }
 
 
+def rllib_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's complete RLlib checkpoints, oldest first."""
+    from .export import MODULE_DIR
+
+    return [c for c in sorted((run_dir / RLLIB_DIR).glob("iter_*")) if (c / MODULE_DIR).is_dir()]
+
+
+def _restore(algo: Any, checkpoint: Path) -> int:
+    """Load an RLlib checkpoint of this trainer into a freshly built `algo`; returns its iteration.
+
+    The snapshot modules (`main_vN`) are added first, so that the checkpoint's weights have a
+    module to go to, and the self-play callback takes up its pool where the run left it.
+    """
+    from .export import MODULE_DIR
+
+    ids = [d.name for d in (checkpoint / MODULE_DIR).iterdir() if re.fullmatch(rf"{SNAPSHOT_PREFIX}\d+", d.name)]
+    ids.sort(key=lambda m: int(m[len(SNAPSHOT_PREFIX):]))
+    callback = algo.callbacks[0] if isinstance(algo.callbacks, list) else algo.callbacks
+    callback.resume_pool(algo, ids)
+    algo.restore_from_path(str(checkpoint.resolve()))
+    for module_id in ids:
+        _push_to_env_runners(algo, module_id, learner_module_state(algo, module_id))
+    return int(algo.iteration)
+
+
 def train(cfg: RllibConfig, run_dir: Path | None = None, progress: bool = True,
-          on_iteration: Callable[[Any, dict[str, Any]], None] | None = None) -> Path:
+          on_iteration: Callable[[Any, dict[str, Any]], None] | None = None, resume: bool = False) -> Path:
     """Train with RLlib; returns the run directory (config.yaml, metrics.csv, rllib/, checkpoints/).
 
     Uses the running Ray instance if there is one (the caller owns it), else starts one per
     `cfg.address` and shuts it down at the end. `on_iteration(algorithm, metrics_row)` runs
     after every iteration (notebooks, tests: the live `Algorithm` can be inspected there).
+    `resume=True` continues the run in `run_dir` from its newest RLlib checkpoint.
+
+    The run directory is created once Ray is up and the algorithm is built, and removed again
+    if the run fails before its first checkpoint, so a failed start leaves nothing behind.
     """
     from tqdm import tqdm
 
     torch.set_num_threads(cfg.torch_threads)
     run_dir = Path(run_dir) if run_dir is not None else new_run_dir(cfg)
-    (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    started = init_ray(cfg)
-    algo = None
-    metrics_file = open(run_dir / "metrics.csv", "w", newline="")
-    try:
-        writer = csv.DictWriter(metrics_file, fieldnames=METRIC_FIELDS)
-        writer.writeheader()
+    created = not run_dir.exists()
+    with ray_session(cfg.address, cfg.num_cpus):
         algo = build_ppo_config(cfg).build_algo()
-        t0 = prev_t = time.perf_counter()
-        prev_steps = 0.0
-        saved: list[Path] = []
-        row: dict[str, Any] = {}
-        bar = tqdm(total=cfg.num_iterations, desc="rllib ppo", unit="it", disable=not progress)
-        for iteration in range(1, cfg.num_iterations + 1):
-            result = algo.train()
-            row = metrics_row(result, t0, prev_steps, prev_t)
-            prev_steps, prev_t = float(row["env_steps"]), time.perf_counter()
-            writer.writerow(row)
-            metrics_file.flush()
-            if on_iteration is not None:
-                on_iteration(algo, row)
-            if iteration % cfg.checkpoint_every == 0 or iteration == cfg.num_iterations:
-                saved.append(_checkpoint(algo, cfg, run_dir, row))
-                while cfg.keep_checkpoints and len(saved) > cfg.keep_checkpoints:
-                    shutil.rmtree(saved.pop(0), ignore_errors=True)
-            bar.update(1)
-            bar.set_postfix({"steps": row["env_steps"], "sps": f"{row['steps_per_s']:.0f}",
-                             "ent": f"{row['entropy']:.2f}", "pool": row["pool_size"]}, refresh=False)
-        bar.close()
-    finally:
-        metrics_file.close()
-        if algo is not None:
+        try:
+            first = 1
+            if resume:
+                checkpoint = rllib_checkpoints(run_dir)[-1]
+                first = _restore(algo, checkpoint) + 1
+                truncate_csv_after(run_dir / "metrics.csv", "iteration", first - 1)  # rows past the checkpoint
+                print(f"resuming {run_dir} from {checkpoint.name} (iteration {first - 1} of {cfg.num_iterations})",
+                      flush=True)
+            else:
+                (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
+                (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            with open(run_dir / "metrics.csv", "a" if resume else "w", newline="") as metrics_file:
+                writer = csv.DictWriter(metrics_file, fieldnames=METRIC_FIELDS)
+                if not resume:
+                    writer.writeheader()
+                configured, lowest = _iterate(algo, cfg, run_dir, first, writer, metrics_file, progress, on_iteration,
+                                              tqdm)
+        except BaseException:
+            if created and not rllib_checkpoints(run_dir):
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        finally:
             algo.stop()
-        if started:
-            ray.shutdown()
+    if configured:
+        lost = configured - lowest
+        print(f"env runners: lost {lost} of {configured} env runners during the run (their games in flight were "
+              "dropped; the others went on)" if lost else f"env runners: all {configured} healthy to the end",
+              flush=True)
     if cfg.final_eval_games:
         _final_eval(cfg, run_dir)
     return run_dir
+
+
+def _iterate(algo: Any, cfg: RllibConfig, run_dir: Path, first: int, writer: csv.DictWriter, metrics_file: Any,
+             progress: bool, on_iteration: Callable[[Any, dict[str, Any]], None] | None, tqdm: Any) -> tuple[int, int]:
+    """Iterations `first..num_iterations`; returns (env runners configured, fewest healthy seen)."""
+    t0 = prev_t = time.perf_counter()
+    rows = list(csv.DictReader(open(run_dir / "metrics.csv"))) if first > 1 else []
+    row: dict[str, Any] = rows[-1] if rows else {}
+    saved = rllib_checkpoints(run_dir)
+    configured, lowest = 0, None
+    bar = tqdm(total=cfg.num_iterations, initial=first - 1, desc="rllib ppo", unit="it", disable=not progress)
+    for iteration in range(first, cfg.num_iterations + 1):
+        result = algo.train()
+        health = env_runner_health(algo)
+        configured = health[0]
+        lowest = health[1] if lowest is None else min(lowest, health[1])
+        row = metrics_row(result, t0, row, prev_t, health)
+        prev_t = time.perf_counter()
+        writer.writerow(row)
+        metrics_file.flush()
+        if on_iteration is not None:
+            on_iteration(algo, row)
+        if iteration % cfg.checkpoint_every == 0 or iteration == cfg.num_iterations:
+            saved.append(_checkpoint(algo, cfg, run_dir, row))
+            while cfg.keep_checkpoints and len(saved) > cfg.keep_checkpoints:
+                shutil.rmtree(saved.pop(0), ignore_errors=True)
+        bar.update(1)
+        bar.set_postfix({"steps": row["env_steps"], "sps": f"{row['steps_per_s']:.0f}",
+                         "ent": f"{row['entropy']:.2f}", "runners": row["env_runners"]}, refresh=False)
+    bar.close()
+    return configured, lowest or 0
 
 
 def _checkpoint(algo: Any, cfg: RllibConfig, run_dir: Path, row: dict[str, Any]) -> Path:
     """An RLlib checkpoint of the whole algorithm plus its export to `checkpoints/latest.pt`."""
     it = row["iteration"]
     rllib_path = run_dir / RLLIB_DIR / f"iter_{it:06d}"
-    algo.save_to_path(str(rllib_path.resolve()))
+    partial = rllib_path.with_name(rllib_path.name + ".partial")  # renamed when complete: a kill leaves no half checkpoint
+    shutil.rmtree(partial, ignore_errors=True)
+    algo.save_to_path(str(partial.resolve()))
+    partial.rename(rllib_path)
     meta = {
         "trainer": "rllib", "ray_version": ray.__version__, "iteration": it, "global_step": row["env_steps"],
         "rllib_checkpoint": str(rllib_path), "hardware": platform.platform(),
@@ -586,17 +719,53 @@ def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
 
 
 # --- CLI ---------------------------------------------------------------------------------------
+def config_key_help(cls: type = None) -> str:
+    """Every config key of `cls` (default `RllibConfig`) with its type, default and the docstring under its field."""
+    cls = cls or RllibConfig
+    docs: dict[str, str] = {}
+    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
+    for node, after in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    lines = []
+    hints = typing.get_type_hints(cls)
+    defaults = cls()
+    for key in config_lib.config_keys(cls):
+        kind = getattr(hints[key], "__name__", str(hints[key]))
+        lines.append(f"  --{key.replace('_', '-'):<28} {kind} = {getattr(defaults, key)!r}. {docs.get(key, '')}".rstrip())
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="colony-train-rllib",
-        description="Self-play PPO for Colony on RLlib (local or on a Ray cluster). Any config key can be "
-                    "overridden: --num-env-runners 8 --total-steps 1e6.",
+        description="Self-play PPO for Colony on RLlib, on a private Ray instance on this machine (loopback only) "
+                    "or on a Ray cluster (--address). Any config key can be overridden: --num-env-runners 8 "
+                    "--total-steps 1e6.",
+        epilog="config keys (YAML, or --key VALUE on the command line):\n" + config_key_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", required=True, help="YAML config (configs/rllib_ppo.yaml)")
+    p.add_argument("--config", help="YAML config (configs/rllib_ppo.yaml); required unless --resume")
+    p.add_argument("--resume", metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its newest RLlib checkpoint (RUN_DIR/config.yaml decides "
+                        f"the run; only {', '.join(sorted(RESUME_KEYS))} may be overridden)")
     p.add_argument("--address", help="join a running Ray cluster ('auto' or HOST:PORT); default: a local instance")
     p.add_argument("--run-dir", help="write the run here instead of <out_dir>/<run_name>-<timestamp>")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     return p
+
+
+def _resume_config(run_dir: Path, overrides: dict[str, Any]) -> RllibConfig:
+    if not (run_dir / "config.yaml").is_file():
+        raise ConfigError(f"--resume {str(run_dir)!r} is not a colony-train-rllib run directory (no config.yaml)")
+    if not rllib_checkpoints(run_dir):
+        raise ConfigError(f"--resume {str(run_dir)!r} has no complete RLlib checkpoint (rllib/iter_*) to resume from")
+    fixed = sorted(set(overrides) - RESUME_KEYS)
+    if fixed:
+        raise ConfigError(f"--resume: config key '{fixed[0]}' is decided by {str(run_dir / 'config.yaml')!r}; "
+                          f"keys that may change on resume: {', '.join(sorted(RESUME_KEYS))}")
+    return load_config(run_dir / "config.yaml", overrides)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -605,20 +774,27 @@ def main(argv: list[str] | None = None) -> int:
         overrides = config_lib.split_overrides(rest, RllibConfig, "--num-env-runners 4")
         if args.address is not None:
             overrides["address"] = args.address
-        cfg = load_config(args.config, overrides)
-        run_dir = Path(args.run_dir) if args.run_dir else None
-        if run_dir is not None and (run_dir / "checkpoints" / LATEST).exists():
-            raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; choose a new directory")
-        out = train(cfg, run_dir=run_dir, progress=not args.no_progress)
-    except (ConfigError, CheckpointError) as e:
+        if args.resume:
+            if args.config or args.run_dir:
+                raise ConfigError("--resume RUN_DIR takes the config and the directory from RUN_DIR; "
+                                  "drop --config and --run-dir")
+            run_dir = Path(args.resume)
+            cfg = _resume_config(run_dir, overrides)
+        else:
+            if not args.config:
+                raise ConfigError("--config is required (e.g. --config configs/rllib_ppo.yaml), or --resume RUN_DIR")
+            cfg = load_config(args.config, overrides)
+            run_dir = Path(args.run_dir) if args.run_dir else None
+            if run_dir is not None and (run_dir / "checkpoints" / LATEST).exists():
+                raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; continue it with --resume "
+                                  f"{str(run_dir)!r} or choose a new directory")
+        out = train(cfg, run_dir=run_dir, progress=not args.no_progress, resume=bool(args.resume))
+    except (ConfigError, CheckpointError, ClusterError) as e:
         print(f"colony-train-rllib: error: {e}", file=sys.stderr)
         return 2
-    except ConnectionError as e:
-        print(f"colony-train-rllib: error: cannot reach the Ray cluster: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print("colony-train-rllib: interrupted; checkpoints saved so far are in RUN_DIR/rllib (export them with "
-              "colony-rllib-export) and RUN_DIR/checkpoints/latest.pt", file=sys.stderr)
+        print("colony-train-rllib: interrupted; continue with colony-train-rllib --resume RUN_DIR (checkpoints saved so "
+              "far are in RUN_DIR/rllib, the newest exported to RUN_DIR/checkpoints/latest.pt)", file=sys.stderr)
         return 130
     print(f"run directory: {out}")
     print(f"exported checkpoint: {out / 'checkpoints' / LATEST}  (colony-eval/colony-play: checkpoint:PATH)")
