@@ -19,6 +19,7 @@ from training.eval.evaluate import main as evaluate_main
 from training.model import PolicyValueNet
 from training.zero import train as zero_train
 from training.zero.evaluator import NetworkEvaluator
+from training.zero.plot import plot_runs
 from training.zero.replay import ReplayBuffer, ReplayError, make_batch, read_shard, shard_path, write_shard
 from training.zero.selfplay import outcomes, play_games
 
@@ -152,6 +153,8 @@ def test_tiny_run_resume_and_evaluate(tmp_path, capsys):
     assert evaluate_main([f"checkpoint:{latest}:az:4:puct", "random", "--games", "2", "--workers", "1",
                           "--no-progress", "--out", str(tmp_path / "ev")]) == 0
     assert "az:4:puct" in capsys.readouterr().out
+    png = plot_runs([run], tmp_path / "curve.png")
+    assert png.stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -53,13 +53,20 @@ def positions(n: int, seed: int) -> list[ce.GameState]:
     return out
 
 
+CPU_RATES: list[float] = []  # the CPU-time rate of each median_rate call, in order
+
+
 def median_rate(fn: Callable[[], int], repeats: int) -> float:
-    """Median of work/second over `repeats` timed calls of fn (which returns its amount of work)."""
-    rates = []
+    """Median of work per wall-clock second over `repeats` timed calls of fn (which returns its amount
+    of work). The median per CPU-second of this process is appended to CPU_RATES: on a loaded
+    machine it moves much less than the wall-clock rate."""
+    rates, cpu_rates = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         work = fn()
         rates.append(work / (time.perf_counter() - t))
+        cpu_rates.append(work / max(1e-9, time.process_time() - c))
+    CPU_RATES.append(statistics.median(cpu_rates))
     return statistics.median(rates)
 
 
@@ -88,6 +95,7 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
     st, obs, ids, counts = leaf_batch(states)
     ev(st, obs, ids, counts)  # warm up
     batched = median_rate(lambda: (ev(st, obs, ids, counts), len(states))[1], args.repeats)
+    batched_cpu = CPU_RATES[-1]
 
     def singles() -> int:
         for k in range(len(states)):
@@ -95,6 +103,7 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
         return len(states)
 
     single = median_rate(singles, args.repeats)
+    single_cpu = CPU_RATES[-1]
     cfg = SearchConfig(simulations=args.simulations)
     rng = np.random.default_rng(args.seed)
     search_b = median_rate(lambda: (BatchedSearch(ev, cfg).search(states, rng), len(states) * args.simulations)[1],
@@ -105,6 +114,8 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
     moves = search_b / args.simulations
     print(f"{name}: leaf evals/s batched({len(states)}) {batched:9.0f}   one-at-a-time {single:7.0f}   "
           f"ratio {batched / single:5.1f}x")
+    print(f"{'':{len(name)}}  per CPU-second: batched {batched_cpu:9.0f}   one-at-a-time {single_cpu:7.0f}   "
+          f"ratio {batched_cpu / single_cpu:5.1f}x")
     print(f"{'':{len(name)}}  simulations/s batched {search_b:8.0f}   one-at-a-time {search_1:7.0f}   "
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
 

@@ -50,7 +50,7 @@ from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
-from ..config import ConfigError, config_from_dict, load_config, save_config, split_overrides
+from ..config import ConfigError, config_from_dict, config_help, load_config, save_config, split_overrides
 from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
@@ -294,12 +294,9 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
 
 # --- command line -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from ..config import config_keys
-
-    keys = ", ".join(config_keys(ZeroConfig))
     p = argparse.ArgumentParser(
-        prog=PROG, description="Search-based self-play (AlphaZero / Gumbel AlphaZero) with a learned value.",
-        epilog=f"Any config key can be overridden: --key value. Keys: {keys}. See training/zero/config.py.")
+        prog=PROG, description="Search-based self-play (AlphaZero / Gumbel AlphaZero) with a learned value. "
+        "Guide: docs/zero.md.", epilog=config_help(ZeroConfig), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="YAML config (keys of ZeroConfig), e.g. configs/zero_quickstart.yaml")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR after its last finished generation")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
