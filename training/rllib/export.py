@@ -2,7 +2,7 @@
 
     colony-rllib-export RUN_DIR/rllib/iter_000010 agent.pt     # one RLlib checkpoint
     colony-rllib-export RUN_DIR agent.pt                       # the newest one of a run
-    colony-eval --agents checkpoint:agent.pt random            # then use it like any checkpoint
+    colony-eval checkpoint:agent.pt random --games 100         # then use it like any checkpoint
 
 `colony-train-rllib` already exports every checkpoint it saves to `RUN_DIR/checkpoints/latest.pt`;
 this command is for an RLlib checkpoint saved elsewhere (a cluster's storage, an older
@@ -23,7 +23,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, save_checkpoint
 
-MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
+MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # as training.rllib.selfplay.MODULE_DIR (no ray needed here)
 
 
 def find_rllib_checkpoint(path: str | Path) -> Path:

@@ -78,6 +78,7 @@ MAIN_MODULE = "main"
 SNAPSHOT_PREFIX = "main_v"
 NET_PREFIX = "net."  # ColonyRLModule keeps the PolicyValueNet as `self.net`
 RLLIB_DIR = "rllib"  # RLlib checkpoints inside a run directory
+MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # the modules' weights inside an RLlib checkpoint
 LATEST = "latest.pt"
 METRIC_FIELDS = (
     "iteration", "env_steps", "wall_time", "steps_per_s", "episodes", "episode_len_mean", "policy_loss",
@@ -581,8 +582,6 @@ def metrics_row(result: dict[str, Any], t0: float, prev: dict[str, Any], prev_t:
 
 def rllib_checkpoints(run_dir: Path) -> list[Path]:
     """The run's complete RLlib checkpoints, oldest first."""
-    from .export import MODULE_DIR
-
     return [c for c in sorted((run_dir / RLLIB_DIR).glob("iter_*")) if (c / MODULE_DIR).is_dir()]
 
 
@@ -592,8 +591,6 @@ def _restore(algo: Any, checkpoint: Path) -> int:
     The snapshot modules (`main_vN`) are added first, so that the checkpoint's weights have a
     module to go to, and the self-play callback takes up its pool where the run left it.
     """
-    from .export import MODULE_DIR
-
     ids = [d.name for d in (checkpoint / MODULE_DIR).iterdir() if re.fullmatch(rf"{SNAPSHOT_PREFIX}\d+", d.name)]
     ids.sort(key=lambda m: int(m[len(SNAPSHOT_PREFIX):]))
     callback = algo.callbacks[0] if isinstance(algo.callbacks, list) else algo.callbacks
