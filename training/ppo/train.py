@@ -22,6 +22,13 @@ A run directory holds `config.yaml`, `metrics.csv`, `eval.csv`, TensorBoard even
 `checkpoints/latest.pt` (+ numbered ones) and `plots/` (`colony-plot RUN_DIR`).
 `--resume RUN_DIR` continues from `checkpoints/latest.pt` (network, optimizer, pool, counters,
 generators; the games in flight are not saved, so fresh games start).
+
+Crash safety (`training/runlog.py`): a run may be killed at any instant. Checkpoints and
+`config.yaml` are written atomically; each checkpoint records how many rows the CSV logs had,
+and a resume first cuts the logs and TensorBoard events back to that point (the iterations
+after it are run again, so they appear exactly once) and removes temporary files of an
+interrupted write. Everything a resume depends on (the checkpoint, the architecture, the
+settings) is checked before anything in the run directory is written.
 """
 
 from __future__ import annotations
@@ -45,9 +52,10 @@ from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
-from ..checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..config import ConfigError, TrainConfig, config_help, load_config, save_config, split_overrides
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
+from ..runlog import csv_data_rows, log_positions, remove_temp_files, rewind_events, rewind_logs
 from .opponents import OpponentPool
 from .loss import LossInfo, per_player_gae, ppo_loss
 from .shaping import mover_potential
@@ -59,6 +67,8 @@ METRIC_FIELDS = (
     "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
+LOG_FILES = ("metrics.csv", "eval.csv")  # rewound to the checkpoint on resume (runlog.rewind_logs)
+TB_DIR = "tb"
 
 
 def resolve_device(name: str) -> torch.device:
@@ -338,13 +348,13 @@ class RunLog:
         from torch.utils.tensorboard import SummaryWriter
 
         self.run_dir = run_dir
-        self.tb = SummaryWriter(str(run_dir / "tb"))
+        self.tb = SummaryWriter(str(run_dir / TB_DIR))
         self.metrics = self._open(run_dir / "metrics.csv", METRIC_FIELDS)
         self.evals = self._open(run_dir / "eval.csv", EVAL_FIELDS)
 
     @staticmethod
     def _open(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]:
-        new = not path.exists()
+        new = not path.exists() or path.stat().st_size == 0
         f = path.open("a", newline="")
         w = csv.DictWriter(f, fieldnames=fields)
         if new:
@@ -373,13 +383,13 @@ class RunLog:
 
 
 def new_run_dir(cfg: TrainConfig) -> Path:
+    """A fresh `<out_dir>/<run_name>-<timestamp>[-k]` path (not created yet)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}"
     run_dir, k = base, 1
     while run_dir.exists():
         k += 1
         run_dir = base.with_name(f"{base.name}-{k}")
-    (run_dir / "checkpoints").mkdir(parents=True)
     return run_dir
 
 
@@ -395,28 +405,62 @@ def _prune(ckpt_dir: Path, keep: int) -> None:
         old.unlink(missing_ok=True)
 
 
+_ARCH_KEYS = {"channels": "channels", "blocks": "blocks", "heuristic_prior": "heuristic_prior",
+              "target_features": "policy_target_features"}  # architecture field -> config key
+
+
+def _architecture_diff(model: PolicyValueNet, data: dict[str, Any]) -> str:
+    """'' if the checkpoint's network has `model`'s architecture, else what differs, in config keys."""
+    want = model.architecture()
+    have = {k: int(data["architecture"].get(k, 0)) for k in want}  # older files lack the optional flags
+    return ", ".join(f"{_ARCH_KEYS.get(k, k)}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
+
+
 def _load_initial_weights(model: PolicyValueNet, path: str) -> None:
     """`init_from`: the weights of a checkpoint of the same architecture (optimizer and counters start fresh)."""
     data = read_checkpoint(path)
-    want = model.architecture()
-    have = {k: int(data["architecture"].get(k, 0)) for k in want}  # older files lack the optional flags
-    if want != have:
-        diff = ", ".join(f"{k}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
+    diff = _architecture_diff(model, data)
+    if diff:
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
                           "heuristic_prior and policy_target_features to match it")
-    model.load_state_dict(data["model"])
+    model.load_state_dict(build_model(data).state_dict())
+
+
+def _read_resume_checkpoint(run_dir: Path) -> dict[str, Any]:
+    """`latest.pt` of a run, with a hint to the numbered checkpoints when it is unreadable."""
+    try:
+        return read_checkpoint(run_dir / "checkpoints" / "latest.pt")
+    except CheckpointError as e:
+        numbered = sorted((run_dir / "checkpoints").glob("step_*.pt"))
+        if not numbered:
+            raise
+        raise CheckpointError(f"{e}; to resume from the newest numbered checkpoint (optimizer state restarts), copy "
+                              f"{numbered[-1]} over checkpoints/latest.pt") from None
+
+
+def _check_resumable(cfg: TrainConfig, model: PolicyValueNet, data: dict[str, Any], run_dir: Path) -> None:
+    """Refuse settings that the checkpoint cannot honour, before anything is written."""
+    diff = _architecture_diff(model, data)
+    if diff:
+        raise ConfigError(f"--resume {str(run_dir)!r}: the checkpoint's network cannot change ({diff}); drop those "
+                          "overrides, or start a new run from it with init_from")
+    done = data["meta"].get("global_step", 0)
+    if isinstance(done, int) and cfg.total_steps < done:
+        raise ConfigError(f"--resume {str(run_dir)!r}: total_steps {cfg.total_steps} is below the {done} steps this run "
+                          "has already done; give a larger total_steps (or none)")
 
 
 # --- the loop ---------------------------------------------------------------------------------
 def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, progress: bool = True) -> Path:
-    """Run (or resume) a training run; returns the run directory."""
+    """Run (or resume) a training run; returns the run directory.
+
+    Everything that can refuse the run (device, checkpoint, architecture, init_from) is
+    checked before the run directory is created or touched, so a refused run writes nothing.
+    """
+    if resume and run_dir is None:
+        raise ConfigError("resume needs the run directory")
     torch.set_num_threads(cfg.torch_threads)
     device = resolve_device(cfg.device)
-    if run_dir is None:
-        run_dir = new_run_dir(cfg)
-    ckpt_dir = run_dir / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, run_dir / "config.yaml")
 
     from colony_env.observation import OBS_CHANNELS
 
@@ -426,19 +470,58 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
+    resumed_meta: dict[str, Any] = {}
     if resume:
-        data = read_checkpoint(ckpt_dir / "latest.pt")
-        model.load_state_dict(data["model"])
+        data = _read_resume_checkpoint(run_dir)
+        _check_resumable(cfg, model, data, run_dir)
+        model.load_state_dict(build_model(data).state_dict())
         if "optimizer" in data:
-            optimizer.load_state_dict(data["optimizer"])
+            try:
+                optimizer.load_state_dict(data["optimizer"])
+            except (ValueError, KeyError, TypeError, RuntimeError) as e:
+                raise CheckpointError(f"the optimizer state in {run_dir / 'checkpoints' / 'latest.pt'} does not fit the network: {e}") from None
         pool = OpponentPool.from_state(data.get("pool", {}), cfg.pool_size)
-        iteration = int(data["meta"]["iteration"])
-        global_step = int(data["meta"]["global_step"])
-        wall_before = float(data["meta"].get("wall_time_s", 0.0))
+        resumed_meta = data["meta"]
+        iteration = int(resumed_meta["iteration"])
+        global_step = int(resumed_meta["global_step"])
+        wall_before = float(resumed_meta.get("wall_time_s", 0.0))
     else:
         if cfg.init_from:
             _load_initial_weights(model, cfg.init_from)
         pool.add(model, 0)  # the starting network: an opponent to measure early progress against
+
+    # --- the first write to the run directory: every refusal above left the disk untouched.
+    created = run_dir is None or not run_dir.exists()
+    if run_dir is None:
+        run_dir = new_run_dir(cfg)
+    ckpt_dir = run_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    remove_temp_files(ckpt_dir)  # leftovers of a kill during an atomic write
+    remove_temp_files(run_dir)
+    # Rows and events after the checkpoint are about to be produced again: cut them (a fresh
+    # start in an old directory cuts them all). Older checkpoints without row counts fall back
+    # to the iteration column.
+    rewind_logs(run_dir, LOG_FILES, resumed_meta.get("log_rows", {}) if resume else None, last=iteration if resume else None)
+    rewind_events(run_dir / TB_DIR, global_step if resume else None)
+    save_config(cfg, run_dir / "config.yaml")
+    try:
+        return _run(cfg, run_dir, resume, progress, device, model, optimizer, pool, iteration, global_step,
+                    wall_before, resumed_meta)
+    except BaseException:
+        # A run that failed before logging anything leaves no empty directory behind.
+        if created and csv_data_rows(run_dir / "metrics.csv") == 0 and not (ckpt_dir / "latest.pt").exists():
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: torch.device, model: PolicyValueNet,
+         optimizer: torch.optim.Optimizer, pool: OpponentPool, iteration: int, global_step: int, wall_before: float,
+         resumed_meta: dict[str, Any]) -> Path:
+    """The training loop of `train`, once the run directory is ready."""
+    ckpt_dir = run_dir / "checkpoints"
+    start_iteration = iteration
     # A resumed run gets fresh games and generators derived from where it stopped.
     play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
@@ -452,11 +535,12 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
         log.evaluation(iteration, global_step, res)
         last_eval = {spec: r["win_rate"] for spec, r in res.items()}
 
-    def checkpoint(final: bool = False) -> None:
+    def checkpoint(final: bool = False, final_eval_done: bool = False) -> None:
         meta = {
             "iteration": iteration, "global_step": global_step,
             "wall_time_s": wall_before + time.perf_counter() - t_start, "hardware": hardware(),
             "torch": str(torch.__version__), "device": str(device), "last_eval": dict(last_eval), "final": final,
+            "final_eval_done": final_eval_done, "log_rows": log_positions(run_dir, LOG_FILES),
         }  # fmt: skip
         extra = {"optimizer": optimizer.state_dict(), "pool": pool.state()}
         save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
@@ -511,11 +595,13 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
             post.update({f"vs_{k}": f"{v:.2f}" for k, v in last_eval.items()})
             bar.set_postfix(post, refresh=False)
         bar.close()
-        if cfg.final_eval_games:
+        # A resume of a finished run does not play (and log) its final evaluation twice.
+        already_done = bool(resumed_meta.get("final_eval_done")) and iteration == start_iteration
+        if cfg.final_eval_games and not already_done:
             res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, cfg.seed + 10_000_019, cfg.max_plies)
             log.evaluation(iteration, global_step, res)
             last_eval = {spec: r["win_rate"] for spec, r in res.items()}
-            checkpoint(final=True)
+            checkpoint(final=True, final_eval_done=True)
             for spec, r in res.items():
                 print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
                       f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
@@ -571,6 +657,10 @@ def main(argv: list[str] | None = None) -> int:
             out = train(cfg, run_dir=run_dir, resume=False, progress=not args.no_progress)
     except (ConfigError, CheckpointError) as e:
         print(f"colony-train: error: {e}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("colony-train: error: out of memory while setting up or running the run; lower num_envs, rollout_steps, "
+              "channels or blocks", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("colony-train: interrupted; resume with --resume RUN_DIR (from the last checkpoint)", file=sys.stderr)
