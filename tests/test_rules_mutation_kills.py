@@ -135,3 +135,28 @@ def test_r4_2_4_the_corner_cell_guarded_by_the_mover_is_refused():
     s = pos(CORNER.replace(".\n.  .  .  r2", ".  r3\n.  .  .  r2", 1))  # r3 on b10 touches a10
     assert s.board[0, 1] == 3
     assert_illegal(s, act(s, "c4-c8>a10"), "R4.2.4")
+
+
+# --- R4.2.4 with the mover's satellite on the corner cell a10 (mutation: orthogonal
+# neighbours of Y tested as index > 0, skipping cell 0). r4 on b4 lands on b8 (b1) next to
+# the colony r2 c9 - b3 c8 - r3 c7 and pushes b1 2 North onto b10, beside a10.
+CORNER_GUARD = """
+r1
+.  .  r2
+.  b1 b3
+.  .  r3
+.
+.
+.  r4
+"""
+
+
+def test_r4_2_4_a_satellite_of_the_mover_on_the_corner_cell_guards_its_neighbour():
+    s = pos(CORNER_GUARD)
+    assert_illegal(s, act(s, "b4-b8>b10"), "R4.2.4")
+
+
+def test_r4_2_4_without_it_the_same_push_is_legal():
+    s = pos(CORNER_GUARD.replace("r1\n", ".\n", 1))
+    after = assert_legal(s, act(s, "b4-b8>b10"))
+    assert after.board[0, 1] == -1
