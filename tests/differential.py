@@ -266,6 +266,38 @@ def make_corpus(seed: int = 0) -> list[dict]:
     return out
 
 
+def corner_variants(pub: ce.GameState, radius: int = 3) -> list[ce.GameState]:
+    """The neighbourhood of the first legal displacement of `pub` (satellites within `radius`
+    rows and columns of its landing cell), moved into each corner of the board.
+
+    Boundary cells (index 0 and 99, the edge lines) are where off-by-one errors in bounds
+    checks live, and a rare situation seldom arises there by play. Dropping satellites
+    keeps a state valid (R5.1 and R5.3 can only be broken by adding contacts); the moved
+    position may have lost its displacement, and is compared all the same.
+    """
+    ids = [int(a) for a in ce.legal_actions(pub) if ref.DISPLACEMENT_BASE <= a < ref.PASS]
+    if not ids:
+        return []
+    _kind, (s, d, _pd, _pk) = ref.decode(ids[0])
+    x = ref.step(s, d, abs(int(pub.board.flat[s])))
+    xr, xc = divmod(x, ref.SIZE)
+    cells = [i for i in range(ref.CELLS) if pub.board.flat[i] and abs(i // ref.SIZE - xr) <= radius and abs(i % ref.SIZE - xc) <= radius]
+    rows = [i // ref.SIZE for i in cells]
+    cols = [i % ref.SIZE for i in cells]
+    out = []
+    for dr in (-min(rows), ref.SIZE - 1 - max(rows)):
+        for dc in (-min(cols), ref.SIZE - 1 - max(cols)):
+            board = [0] * ref.CELLS
+            for i in cells:
+                board[i + dr * ref.SIZE + dc] = int(pub.board.flat[i])
+            b = tuple(board)
+            d_ = {**pub.to_dict(), "board": ref.RefState(b, "red", True, None, 0, 0, 0, 1, None).to_dict()["board"]}
+            d_["unlocked"] = d_["unlocked"] or ref.any_edge_empty(b)
+            d_["finished"], d_["grace_left"] = None, 0  # fewer than 12 satellites: nobody is finished
+            out.append(ce.GameState.from_dict(d_))
+    return out
+
+
 def corpus_states(path: Path = CORPUS) -> list[ce.GameState]:
     return [ce.GameState.from_dict(e["state"]) for e in json.loads(path.read_text())]
 

@@ -42,6 +42,7 @@ TESTS = (
     "tests/test_rules_engine_properties.py::test_properties_on_the_rare_positions_corpus",
     "tests/test_differential.py::test_r2_setup_agrees",
     "tests/test_differential.py::test_rare_positions_corpus_agrees",
+    "tests/test_differential.py::test_rare_positions_moved_into_the_corners_agree",
     "tests/test_differential.py::test_random_boards_agree",
 )
 CONFIG = """

@@ -100,3 +100,16 @@ def test_rare_positions_corpus_agrees():
     for s in diff.corpus_states():
         diff.check_position(s, rng, stats)
     assert stats.positions == len(diff.corpus_states()) and stats.with_displacement >= 60 and stats.in_grace >= 20
+
+
+def test_rare_positions_moved_into_the_corners_agree():
+    """Each corpus displacement's neighbourhood, moved into the four corners (bounds checks at
+    cells 0, 9, 90, 99 and the edge lines, R1.3)."""
+    import numpy as np
+
+    stats = diff.Stats()
+    rng = np.random.default_rng(0)
+    for s in diff.corpus_states():
+        for v in diff.corner_variants(s):
+            diff.check_position(v, rng, stats)
+    assert stats.positions >= 200 and stats.with_displacement >= 100
