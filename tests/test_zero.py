@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import colony_env as ce
-from colony_env.constants import I_TO_MOVE
 from colony_env.agents.az import SearchConfig
+from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_CHANNELS
 from training.checkpoint import load_policy_agent, read_checkpoint
 from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
@@ -116,6 +116,7 @@ def test_replay_shards_round_trip_and_buffer_resume(tmp_path):
     # a minibatch: padded ids align with the stored targets
     _, obs, ids, probs, valid, z = make_batch(buf.flat(), np.array([0, 1, 5]), 0.0)
     assert obs.shape[1] == OBS_CHANNELS and ids.shape == probs.shape == valid.shape
+    assert set(np.unique(z)) <= {-1.0, 0.0, 1.0}
     assert np.allclose(probs.sum(1), 1, atol=1e-5) and np.all(probs[~valid] == 0)
     # a damaged shard is refused in one line
     shard_path(tmp_path, 3).write_bytes(b"not a shard")

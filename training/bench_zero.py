@@ -122,7 +122,7 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
 
 def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
     states = positions(args.games, args.seed + 1)
-    st, obs, ids, counts = leaf_batch(states)
+    _, obs, ids, _ = leaf_batch(states)
     variants: list[tuple[str, Callable[[], object]]] = []
     obs_t = torch.from_numpy(obs)
     ids_t = torch.from_numpy(ids.astype(np.int64))
@@ -166,7 +166,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
         torch.set_num_threads(threads)
         for label, fn in variants:
             fn()
-            rate = median_rate(lambda: (fn(), len(states))[1], args.repeats)
+            rate = median_rate(lambda fn=fn: (fn(), len(states))[1], args.repeats)
             print(f"  {label:<24} threads={threads}: {rate:9.0f} leaf evals/s (batch {len(states)})")
     torch.set_num_threads(base_threads)
 

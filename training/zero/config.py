@@ -97,7 +97,7 @@ class ZeroConfig:
     keep_checkpoints: int = 3
     """Numbered checkpoints kept besides `latest.pt`."""
 
-    def finalize(self) -> "ZeroConfig":
+    def finalize(self) -> ZeroConfig:
         _check(self)
         return self
 

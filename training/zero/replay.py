@@ -9,9 +9,8 @@ encoded per minibatch, which keeps 200,000 positions under 150 MB instead of 2 G
 
 from __future__ import annotations
 
-import os
+import io
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from numba import njit
 from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_SHAPE, encode_into
 
+from ..runlog import atomic_write_bytes
 from .selfplay import ARRAY_FIELDS, GameData, concat
 
 SHARD_RE = re.compile(r"^gen_(\d{6})\.npz$")
@@ -34,19 +34,11 @@ def shard_path(run_dir: Path, generation: int) -> Path:
 
 
 def write_shard(path: Path, data: GameData) -> None:
-    """Atomic write (temporary file, fsync, rename): a kill never leaves half a shard."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, cpu_seconds=np.float64(data.cpu_seconds),
-                                leaf_evaluations=np.int64(data.leaf_evaluations), **data.arrays())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Atomic write (`runlog.atomic_write_bytes`): a kill never leaves half a shard."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, cpu_seconds=np.float64(data.cpu_seconds),
+                        leaf_evaluations=np.int64(data.leaf_evaluations), **data.arrays())
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def read_shard(path: Path) -> GameData:
@@ -102,7 +94,7 @@ class ReplayBuffer:
         return self._flat
 
     @classmethod
-    def load(cls, run_dir: Path, capacity: int, up_to: int) -> "ReplayBuffer":
+    def load(cls, run_dir: Path, capacity: int, up_to: int) -> ReplayBuffer:
         """The buffer as it was after generation `up_to` (newest shards first until full)."""
         buf = cls(capacity)
         gens = [g for g in shard_generations(run_dir) if g <= up_to]

@@ -64,7 +64,7 @@ def concat(parts: Sequence[GameData]) -> GameData:
     for p in parts:
         offs.append(p.offsets[1:] + base)
         base += int(p.offsets[-1])
-    cat = lambda k, dt: np.concatenate([getattr(p, k) for p in parts]).astype(dt) if parts else np.zeros(0, dt)  # noqa: E731
+    cat = lambda k, dt: np.concatenate([getattr(p, k) for p in parts]).astype(dt) if parts else np.zeros(0, dt)
     return GameData(
         states=np.concatenate([p.states for p in parts]) if parts else np.zeros((0, STATE_LEN), np.int32),
         target_ids=cat("target_ids", np.int16), target_probs=cat("target_probs", np.float32),

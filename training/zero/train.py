@@ -46,17 +46,18 @@ from tqdm import tqdm
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
+from .. import runlog
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
+from ..config import ConfigError, config_from_dict, config_help, load_config, save_config, split_overrides
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
-from ..config import ConfigError, config_from_dict, config_help, load_config, save_config, split_overrides
 from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
+from .evaluator import NetworkEvaluator
 from .replay import ReplayBuffer, ReplayError, make_batch, remove_stray_files, shard_path, write_shard
 from .selfplay import GameData, concat, play_games, worker_play
-from .evaluator import NetworkEvaluator
 
 PROG = "colony-zero"
 TRAINER = "colony-zero"
@@ -123,22 +124,6 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
 
 
 # --- run directory ------------------------------------------------------------------------------
-def _csv_rows(path: Path) -> list[dict[str, str]]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def _rewrite_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(path)
-
-
 def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
     new = not path.is_file()
     with path.open("a", newline="") as f:
@@ -147,13 +132,6 @@ def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]])
             w.writeheader()
         w.writerows(rows)
         f.flush()
-
-
-def _cut_csv(path: Path, fields: tuple[str, ...], last_generation: int) -> None:
-    """Keep the rows up to `last_generation` (rows of an unfinished generation are dropped)."""
-    rows = [r for r in _csv_rows(path) if r.get("generation", "").isdigit() and int(r["generation"]) <= last_generation]
-    if path.is_file():
-        _rewrite_csv(path, fields, rows)
 
 
 def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg: ZeroConfig, generation: int,
@@ -169,14 +147,12 @@ def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg:
         numbered = sorted(ckpt_dir.glob("gen_*.pt"))
         for old in numbered[: -cfg.keep_checkpoints]:
             old.unlink(missing_ok=True)
-    for stray in ckpt_dir.glob(".*.tmp"):
-        stray.unlink(missing_ok=True)
     return path
 
 
 def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
     """The policy (and the search agent) against the ladder; one row per (agent, opponent)."""
-    from ..eval.evaluate import evaluate  # noqa: PLC0415 (multiprocessing pools: imported when used)
+    from ..eval.evaluate import evaluate
 
     agents = [f"checkpoint:{path}"]
     if cfg.eval_simulations:
@@ -218,12 +194,14 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         opt.load_state_dict(resume["optimizer"])
     last_done = start - 1
     remove_stray_files(run_dir, last_done)
-    _cut_csv(run_dir / "metrics.csv", METRICS_FIELDS, last_done)
-    _cut_csv(run_dir / "eval.csv", EVAL_FIELDS, last_done)
+    runlog.remove_temp_files(run_dir / "checkpoints")
+    for name in ("metrics.csv", "eval.csv"):  # rows of a generation after the checkpoint are played again
+        runlog.truncate_csv_after(run_dir / name, "generation", last_done)
+    runlog.rewind_events(run_dir / "tb", last_done if start else None)
     buffer = ReplayBuffer.load(run_dir, cfg.replay_positions, last_done) if start else ReplayBuffer(cfg.replay_positions)
     from torch.utils.tensorboard import SummaryWriter
 
-    writer = SummaryWriter(str(run_dir / "tb"), purge_step=start if start else None)
+    writer = SummaryWriter(str(run_dir / "tb"))
     pool = None
     if cfg.workers > 1:
         pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
