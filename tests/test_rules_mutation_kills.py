@@ -160,3 +160,26 @@ def test_r4_2_4_without_it_the_same_push_is_legal():
     s = pos(CORNER_GUARD.replace("r1\n", ".\n", 1))
     after = assert_legal(s, act(s, "b4-b8>b10"))
     assert after.board[0, 1] == -1
+
+
+# --- R4.2: the landing cell may be the corner a10 (mutation: "off the board" tested as
+# index <= 0). r4 on a6 lands exactly 4 North on a10 (b1, unconnected) beside the colony
+# b3 b10 - r2 b9 - b2 b8, with r2 king-adjacent to a10.
+CORNER_LANDING = """
+b1 b3
+.  r2
+.  b2
+.
+r4
+"""
+
+
+def test_r4_2_a_displacement_may_land_on_the_corner_cell():
+    s = pos(CORNER_LANDING)
+    after = assert_legal(s, act(s, "a6-a10>c8"))
+    assert after.board[0, 0] == 4 and after.board[2, 2] == -1
+
+
+def test_r4_2_3_from_the_corner_cell_a_push_off_the_board_is_refused():
+    s = pos(CORNER_LANDING)
+    assert_illegal(s, ce.notation.encode_displacement(40, 0, 7, 1), "off the board", "R4.2.3")  # a6 N, push NW 1
