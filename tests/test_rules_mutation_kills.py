@@ -183,3 +183,18 @@ def test_r4_2_a_displacement_may_land_on_the_corner_cell():
 def test_r4_2_3_from_the_corner_cell_a_push_off_the_board_is_refused():
     s = pos(CORNER_LANDING)
     assert_illegal(s, ce.notation.encode_displacement(40, 0, 7, 1), "off the board", "R4.2.3")  # a6 N, push NW 1
+
+
+# --- Cell a10 (flat index 0) in R4.1 and R5.1 (mutations: bounds tested as index <= 0).
+def test_r4_1_a_move_may_end_on_the_corner_cell():
+    s = pos(".  .  r2\n.\n.  .  .  .  .  .  .  .  .  b3")
+    assert_legal(s, act(s, "c10-a10"))
+
+
+def test_r5_1_a_connected_satellite_on_the_corner_cell_may_not_be_touched_by_its_colleague():
+    # r1 a10 is connected (b1 a9); r2 b8 jumps 2 North onto b10, touching b2 c10 and r1 a10.
+    corner = "r1 .  b2\nb1\n.  r2"
+    s = pos(corner)
+    assert_illegal(s, act(s, "b8-b10"), "R5.1")
+    free = pos(corner.replace("b1", ". "))  # r1 unconnected: the same connection move is legal
+    assert_legal(free, act(free, "b8-b10"))
