@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import reference_engine as ref
 
 import colony_env as ce
-import reference_engine as ref
 
 MODES = ("uniform", "biased", "board")
 NORMAL_NEXT_STATES = 3  # normal moves whose next state is compared per position (all rare kinds are)
@@ -69,8 +69,14 @@ def _fail(what: str, state: ce.GameState, action: int | None = None, detail: str
 
 
 def _check_scoring(pub: ce.GameState, r: ref.RefState) -> None:
-    pub_cols = sorted((frozenset(c.cells), c.red_total, c.blue_total, None if c.controller is None else str(c.controller)) for c in ce.colonies(pub))
-    ref_cols = sorted((frozenset(divmod(i, ref.SIZE) for i in cells), red, blue, ctrl) for cells, red, blue, ctrl in ref.colony_totals(r.board))
+    pub_cols = sorted(
+        (frozenset(c.cells), c.red_total, c.blue_total, None if c.controller is None else str(c.controller))
+        for c in ce.colonies(pub)
+    )
+    ref_cols = sorted(
+        (frozenset(divmod(i, ref.SIZE) for i in cells), red, blue, ctrl)
+        for cells, red, blue, ctrl in ref.colony_totals(r.board)
+    )
     if pub_cols != ref_cols:
         _fail("colonies differ", pub, detail=f"engine {pub_cols}\nreference {ref_cols}")
     ended = pub if pub.is_over else ce.GameState.from_dict({**pub.to_dict(), "passes": ref.PASSES_TO_END})
@@ -83,7 +89,12 @@ def _check_next(pub: ce.GameState, r: ref.RefState, a: int) -> None:
     nxt = ce.apply_action(pub, a)
     want = ref.apply(r, a)
     if nxt.to_dict() != want.to_dict() or nxt.end_reason != want.end_reason:
-        _fail("next state differs", pub, a, f"engine {nxt.to_dict()} {nxt.end_reason}\nreference {want.to_dict()} {want.end_reason}")
+        _fail(
+            "next state differs",
+            pub,
+            a,
+            f"engine {nxt.to_dict()} {nxt.end_reason}\nreference {want.to_dict()} {want.end_reason}",
+        )
     if nxt.is_over:
         w = None if nxt.winner is None else str(nxt.winner)
         if w != ref.winner(want.board):
@@ -100,7 +111,11 @@ def check_position(pub: ce.GameState, rng: np.random.Generator, stats: Stats) ->
     got = ce.legal_actions(pub).tolist()
     if got != legal:
         extra, missing = sorted(set(got) - set(legal)), sorted(set(legal) - set(got))
-        _fail("legal sets differ", pub, detail=f"only the engine allows {[(a, ref.decode(a)) for a in extra]}\nonly the reference allows {[(a, ref.decode(a)) for a in missing]}")
+        _fail(
+            "legal sets differ",
+            pub,
+            detail=f"only the engine allows {[(a, ref.decode(a)) for a in extra]}\nonly the reference allows {[(a, ref.decode(a)) for a in missing]}",
+        )
     stats.positions += 1
     stats.unlocked += r.unlocked
     kinds = [ref.classify(r, a) for a in legal]
@@ -145,7 +160,7 @@ def _edge_leaving(a: int) -> bool:
         return False
     s, d, k = args
     t = ref.step(s, d, k)
-    on_edge = lambda i: i // ref.SIZE in (0, ref.SIZE - 1) or i % ref.SIZE in (0, ref.SIZE - 1)  # noqa: E731
+    on_edge = lambda i: i // ref.SIZE in (0, ref.SIZE - 1) or i % ref.SIZE in (0, ref.SIZE - 1)
     return on_edge(s) and not on_edge(t)
 
 
@@ -156,7 +171,9 @@ def _lookahead_score(pub: ce.GameState, a: int) -> int:
     if nxt.is_over:
         return 0
     ids = ce.legal_actions(nxt)
-    return int(np.count_nonzero((ids >= ref.DISPLACEMENT_BASE) & (ids < ref.PASS))) + 5 * (nxt.finished is not None and pub.finished is None)
+    return int(np.count_nonzero((ids >= ref.DISPLACEMENT_BASE) & (ids < ref.PASS))) + 5 * (
+        nxt.finished is not None and pub.finished is None
+    )
 
 
 def choose(pub: ce.GameState, legal: list[int], mode: str, rng: np.random.Generator) -> int:
@@ -281,7 +298,11 @@ def corner_variants(pub: ce.GameState, radius: int = 3) -> list[ce.GameState]:
     _kind, (s, d, _pd, _pk) = ref.decode(ids[0])
     x = ref.step(s, d, abs(int(pub.board.flat[s])))
     xr, xc = divmod(x, ref.SIZE)
-    cells = [i for i in range(ref.CELLS) if pub.board.flat[i] and abs(i // ref.SIZE - xr) <= radius and abs(i % ref.SIZE - xc) <= radius]
+    cells = [
+        i
+        for i in range(ref.CELLS)
+        if pub.board.flat[i] and abs(i // ref.SIZE - xr) <= radius and abs(i % ref.SIZE - xc) <= radius
+    ]
     rows = [i // ref.SIZE for i in cells]
     cols = [i % ref.SIZE for i in cells]
     out = []
@@ -356,11 +377,19 @@ def run(seed: int, mode: str, positions: int, stats: Stats, skip: int = 0) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--positions", type=int, default=100_000, help="positions to compare in all (split over the sources)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--positions", type=int, default=100_000, help="positions to compare in all (split over the sources)"
+    )
     p.add_argument("--seed", type=int, default=0, help="first game seed")
     p.add_argument("--modes", default=",".join(MODES), help=f"comma-separated sources among {', '.join(MODES)}")
-    p.add_argument("--write-corpus", action="store_true", help=f"rewrite {CORPUS.relative_to(CORPUS.parents[2])} (rare positions, seeded) and stop")
+    p.add_argument(
+        "--write-corpus",
+        action="store_true",
+        help=f"rewrite {CORPUS.relative_to(CORPUS.parents[2])} (rare positions, seeded) and stop",
+    )
     args = p.parse_args(argv)
     if args.write_corpus:
         corpus = make_corpus(args.seed)
@@ -384,4 +413,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

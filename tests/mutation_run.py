@@ -77,12 +77,14 @@ def prepare(workdir: Path) -> None:
     # `_build_tables` runs once at import, before mutmut forks a worker per mutant, so its
     # mutants could never take effect there; the differential test checks the tables'
     # geometry through every move instead (docs/mutation_testing.md).
-    text, n_tables = re.subn(r"^(def _build_tables\(\).*:)$", r"\1  # pragma: no mutate block", text, flags=re.MULTILINE)
+    text, n_tables = re.subn(
+        r"^(def _build_tables\(\).*:)$", r"\1  # pragma: no mutate block", text, flags=re.MULTILINE
+    )
     if n_tables != 1:
         raise SystemExit(f"def _build_tables() not found in {core}: has the kernel module changed shape?")
     core.write_text(text)
     tests = list(TESTS)
-    quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"  # noqa: E731
+    quoted = lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]"
     with open(workdir / "pyproject.toml", "a") as f:
         f.write(CONFIG.format(only=quoted(MUTATED), tests=quoted(tests)))
     print(f"prepared {workdir}: {n} @njit decorators stripped from _core.py; tests: {', '.join(tests)}")
@@ -90,10 +92,19 @@ def prepare(workdir: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Mutation testing of the rules engine with mutmut (one worker).")
-    p.add_argument("mutants", nargs="*", help="mutant-name globs to run (default: all), e.g. 'colony_env._core.x_winner*'")
-    p.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help=f"scratch copy of the repository (default {DEFAULT_WORKDIR})")
+    p.add_argument(
+        "mutants", nargs="*", help="mutant-name globs to run (default: all), e.g. 'colony_env._core.x_winner*'"
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=DEFAULT_WORKDIR,
+        help=f"scratch copy of the repository (default {DEFAULT_WORKDIR})",
+    )
     p.add_argument("--keep", action="store_true", help="reuse the existing copy and mutmut's cached results")
-    p.add_argument("--results-only", action="store_true", help="print the results of the last run in --workdir and stop")
+    p.add_argument(
+        "--results-only", action="store_true", help="print the results of the last run in --workdir and stop"
+    )
     args = p.parse_args(argv)
     if shutil.which("mutmut") is None:
         p.error("mutmut is not installed: pip install -e '.[dev]' (the dev extra has it)")
@@ -101,12 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.results_only:
         if not (args.workdir / "mutants").exists():
             p.error(f"no mutmut results in {args.workdir}; run without --results-only first")
-        return subprocess.run(["mutmut", "results", "--all", "true"], cwd=args.workdir, env=env).returncode
+        return subprocess.run(["mutmut", "results", "--all", "true"], cwd=args.workdir, env=env, check=False).returncode
     if not (args.keep and args.workdir.exists()):
         prepare(args.workdir)
     t0 = time.time()
-    rc = subprocess.run(["mutmut", "run", "--max-children", "1", *args.mutants], cwd=args.workdir, env=env).returncode
-    print(f"mutmut finished in {time.time() - t0:.0f}s (exit {rc}); survivors: python {Path(__file__).name} --results-only")
+    rc = subprocess.run(
+        ["mutmut", "run", "--max-children", "1", *args.mutants], cwd=args.workdir, env=env, check=False
+    ).returncode
+    print(
+        f"mutmut finished in {time.time() - t0:.0f}s (exit {rc}); survivors: python {Path(__file__).name} --results-only"
+    )
     return rc
 
 

@@ -251,7 +251,9 @@ def connected_count(board: Board) -> int:
     return sum(is_connected(board, i) for i in range(CELLS))
 
 
-def end_reason_of_fields(board: Board, finished: str | None, grace_left: int, passes: int, ply: int, max_plies: int) -> str | None:
+def end_reason_of_fields(
+    board: Board, finished: str | None, grace_left: int, passes: int, ply: int, max_plies: int
+) -> str | None:
     """R9.2: whether a stored position is over, and the first reason of R6.2 that holds."""
     if connected_count(board) >= CONNECTED_TO_END:
         return "connected23"
@@ -273,7 +275,9 @@ def from_dict(d: dict[str, Any]) -> RefState:
             board.append(0 if code == ".." else SIGN["red" if code[0] == "r" else "blue"] * int(code[1]))
     b = tuple(board)
     reason = end_reason_of_fields(b, d["finished"], d["grace_left"], d["passes"], d["ply"], d["max_plies"])
-    return RefState(b, d["to_move"], d["unlocked"], d["finished"], d["grace_left"], d["ply"], d["passes"], d["max_plies"], reason)
+    return RefState(
+        b, d["to_move"], d["unlocked"], d["finished"], d["grace_left"], d["ply"], d["passes"], d["max_plies"], reason
+    )
 
 
 def new_game(seed: int, max_plies: int = 400) -> RefState:
@@ -462,8 +466,8 @@ def apply(state: RefState, a: int) -> RefState:
 
 
 def classify(state: RefState, a: int) -> str:
-    """"pass", "displacement", "connection" (a connection move) or "normal" — for the biased
-    game driver, which samples rare kinds on purpose."""
+    """The kind of legal action `a`: pass, displacement, connection (move) or normal (move).
+    The biased game driver samples the rare kinds on purpose."""
     kind, args = decode(a)
     if kind != "move":
         return kind

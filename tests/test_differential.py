@@ -7,14 +7,14 @@ is the slow run (docs/mutation_testing.md).
 
 from __future__ import annotations
 
+import differential as diff
 import pytest
+import reference_engine as ref
+from helpers import pos
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colony_env as ce
-import differential as diff
-import reference_engine as ref
-from helpers import pos
 
 SEEDS = st.integers(min_value=0, max_value=2**31 - 1)
 # Each example compares tens of positions at ~5 ms each; five examples per source keep
@@ -85,7 +85,9 @@ def test_the_comparison_has_teeth(monkeypatch, broken):
         monkeypatch.setattr(ref, "legal_actions", lambda st_: [a for a in real(st_) if a != 11174])
     else:
         real_apply = ref.apply
-        monkeypatch.setattr(ref, "apply", lambda st_, a: real_apply(st_, a).__class__(**{**real_apply(st_, a).__dict__, "ply": 99}))
+        monkeypatch.setattr(
+            ref, "apply", lambda st_, a: real_apply(st_, a).__class__(**{**real_apply(st_, a).__dict__, "ply": 99})
+        )
     with pytest.raises(diff.Mismatch):
         diff.check_position(s, np.random.default_rng(0), diff.Stats())
 

@@ -6,13 +6,14 @@ under hypothesis (displacements are rare in uniform play, tests/differential.py)
 
 from __future__ import annotations
 
-import numpy as np
+from itertools import pairwise
+
+import differential as diff
+import reference_engine as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import colony_env as ce
-import differential as diff
-import reference_engine as ref
 
 BUDGET = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EDGE_LINES = ((0, slice(None)), (-1, slice(None)), (slice(None), 0), (slice(None), -1))  # R1.3
@@ -86,7 +87,7 @@ def test_properties_on_the_rare_positions_corpus():
 @given(seed=st.integers(min_value=0, max_value=2**31 - 1))
 def test_properties_in_biased_deep_games(seed):
     states = list(diff.game_positions(seed, "biased"))
-    for prev, s in zip(states, states[1:]):
+    for prev, s in pairwise(states):
         _check_transition(prev, s)  # the move actually played
     for s in states[:: max(1, len(states) // 25)]:
         check_properties(s)

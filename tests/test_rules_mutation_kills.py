@@ -5,8 +5,9 @@ by one colour) and a twin that must not, differing in the one detail the rule is
 
 from __future__ import annotations
 
-import colony_env as ce
 from helpers import act, assert_illegal, assert_legal, pos
+
+import colony_env as ce
 
 # --- R4.2.2: the landing cell must be king-adjacent to a *connected* satellite of the mover.
 # The colony b3 f5 - r2 g5 - b2 h5 sits East of the landing cell e5 (b1, unconnected);
