@@ -36,7 +36,7 @@ SCENARIO_TIMEOUT_S = 420  # the scenario takes ~1-2 minutes on 2 busy cores
 KILL_AT_ITERATION = 2
 ITERATIONS = 6
 TINY = [  # two 1-CPU env runners, tiny batches and network: a few seconds per iteration
-    "--num-env-runners", "2", "--train-batch-size", "32", "--minibatch-size", "32", "--update-epochs", "1",
+    "--num-env-runners", "2", "--num-envs-per-env-runner", "1", "--train-batch-size", "32", "--minibatch-size", "32", "--update-epochs", "1",
     "--total-steps", str(32 * ITERATIONS), "--max-plies", "16", "--channels", "8", "--blocks", "1",
     "--checkpoint-every", "1", "--keep-checkpoints", "1", "--final-eval-games", "0", "--no-progress",
 ]  # fmt: skip
@@ -88,6 +88,11 @@ def run_scenario(out: Path) -> None:
     result: dict = {}
     node = dict(num_cpus=1, node_ip_address="127.0.0.1", object_store_memory=80 * 1024**2)
     cluster = Cluster(initialize_head=True, head_node_args=dict(node, include_dashboard=False))
+    # Cluster writes its address to /tmp/ray/ray_current_cluster, where a plain `ray.init()` of
+    # another test running meanwhile would find it and join; the drivers here get --address.
+    from ray._common.utils import reset_ray_address
+
+    reset_ray_address()
     try:
         worker = cluster.add_node(**node)
         cluster.wait_for_nodes()

@@ -321,7 +321,7 @@ def test_rllib_selfplay_trains_resumes_checkpoints_and_exports(no_ray_left, monk
     run_dir = tmp_path / "run"
     # 16 steps per env runner and iteration against games cut at 40 plies: iteration 3 ends a game
     # on each runner, iteration 4 ends none, the case that crashed the run.
-    tiny = ["--no-progress", "--num-cpus", "2", "--final-eval-games", "2"]
+    tiny = ["--no-progress", "--num-cpus", "2", "--final-eval-games", "2", "--num-envs-per-env-runner", "1"]
     rc = main(["--config", str(CONFIG), "--run-dir", str(run_dir), *tiny, "--num-env-runners", "2",
                "--train-batch-size", "32", "--minibatch-size", "32", "--update-epochs", "1", "--total-steps", "128",
                "--max-plies", "40", "--channels", "8", "--blocks", "1", "--snapshot-every", "1", "--pool-share", "1.0",

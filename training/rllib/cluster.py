@@ -107,7 +107,10 @@ def start_local(num_cpus: int) -> None:
     be loopback, or the instance is shut down again and the run refused.
     """
     with loopback_only():
-        ray.init(num_cpus=num_cpus or None, include_dashboard=False, _node_ip_address=LOOPBACK, log_to_driver=False)
+        # address="local": always a new instance. With no address Ray joins any Ray it finds on this
+        # machine (RAY_ADDRESS, /tmp/ray/ray_current_cluster, or a running GCS process found by pgrep).
+        ray.init(address="local", num_cpus=num_cpus or None, include_dashboard=False, _node_ip_address=LOOPBACK,
+                 log_to_driver=False)
         exposed = [a for a in (n["NodeManagerAddress"] for n in ray.nodes()) if not is_loopback(a)]
         exposed += beyond_loopback(inet_sockets(include_root=False)[0])  # this process may be a notebook's
         if exposed:
