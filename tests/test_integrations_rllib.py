@@ -265,6 +265,26 @@ def test_resume_and_help_errors(capsys, tmp_path):
     assert re.search(r"--num-env-runners +int = 2\. Sampling actors", text)
 
 
+def test_unreachable_cluster_is_one_line_and_leaves_no_run_directory(capsys, tmp_path, no_ray_left):
+    """Nothing listens at the address: the probe says so in seconds (Ray itself retries for minutes)."""
+    import socket
+
+    with socket.socket() as s:  # a port that was free a moment ago: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["--config", str(CONFIG), "--address", f"127.0.0.1:{port}", "--out-dir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"colony-train-rllib: error: cannot reach the Ray cluster at 127.0.0.1:{port}")
+    assert not (tmp_path / "runs").exists() and not no_ray_left.is_initialized()
+
+
+def test_bench_rejects_bad_arguments(capsys):
+    from training.rllib.bench import main as bench_main
+
+    assert bench_main(["--steps", "0"]) == 2
+    assert capsys.readouterr().err.strip() == "bench: error: --envs-per-runner, --steps and --repeats must be >= 1"
+
+
 def test_importing_the_adapter_registers_the_env_for_fresh_processes():
     """`Algorithm.from_checkpoint` in a new process finds `colony_v0_rllib` after `import colony_env.rllib`."""
     import subprocess
