@@ -199,3 +199,56 @@ def test_r5_1_a_connected_satellite_on_the_corner_cell_may_not_be_touched_by_its
     assert_illegal(s, act(s, "b8-b10"), "R5.1")
     free = pos(corner.replace("b1", ". "))  # r1 unconnected: the same connection move is legal
     assert_legal(free, act(free, "b8-b10"))
+
+
+# --- R5.2 / R5.3 when several opposing neighbours of the arrival cell share a component: the
+# component counts once (mutations in _join's de-duplication of neighbouring components).
+def test_r5_3_two_neighbours_in_the_first_component_count_once():
+    # c8 is reached by r2 (c6, 2 North); its neighbours c9 and b8 belong to one colony
+    # (b1 c9 - r1 b9 - b2 b8, the first component in row-major order) and d8 is a lone b3: 1 + 3 + 1 = 5.
+    s = pos(".\n.  r1 b1\n.  b2 .  b3\n.\n.  .  r2")
+    after = assert_legal(s, act(s, "c6-c8"))
+    assert sorted(c.size for c in ce.colonies(after)) == [5]
+
+
+def test_r5_3_the_third_and_fourth_neighbours_in_one_component_count_once():
+    # e6's neighbours: lone b1 (e7) and b3 (f6), and b2 (d6) + b4 (e5) joined by r1 (d5): 1 + 1 + 1 + 3 = 6.
+    s = pos(".\n.\n.\n.  .  .  .  b1\n.  .  .  b2 .  b3\n.  .  .  r1 b4\n.\n.\n.  .  .  .  r4")
+    after = assert_legal(s, act(s, "e2-e6"))
+    assert [c.size for c in ce.colonies(after)] == [6]
+
+
+def test_r5_2_a_second_colony_behind_a_repeated_neighbour_is_still_seen():
+    # e6's North and East neighbours are one colony (b1 e7 - r1 f7 - b2 f6); its South neighbour
+    # b3 (e5) heads another (b3 - r2 e4 - b4 e3): r4 from a6 would merge them.
+    board = ".\n.\n.\n.  .  .  .  b1 r1\nr4 .  .  .  .  b2\n.  .  .  .  b3\n.  .  .  .  r2\n.  .  .  .  b4"
+    s = pos(board)
+    assert_illegal(s, act(s, "a6-e6"), "R5.2")
+    pair = pos(board.replace("\n.  .  .  .  b4", ""))  # the South group is only a pair: 1 + 3 + 2 = 6
+    assert_legal(pair, act(pair, "a6-e6"))
+
+
+# --- Cell a10 (index 0) in _join and the landing check (mutations: index <= 0 skipped).
+def test_r5_2_a_colony_on_the_corner_cell_counts():
+    # b10 touches the colony b1 a10 - r1 a9 - b3 a8 and the colony b2 c10 - r2 c9 - b4 c8.
+    board = "b1 .  b2\nr1 .  r2\nb3 .  b4\n.  r3"
+    s = pos(board)
+    assert_illegal(s, act(s, "b7-b10"), "R5.2")
+    pair = pos(board.replace("b3 .  b4", "b3"))  # c10-c9 only a pair: 1 + 3 + 2 = 6
+    assert_legal(pair, act(pair, "b7-b10"))
+
+
+def test_r5_1_a_newly_connected_satellite_beside_its_connected_colleague_on_the_corner():
+    # r2 lands on c10 and connects b2 (b10), whose neighbour b1 on a10 is connected (r1 a9).
+    board = "b1 b2\nr1\n.  .  r2"
+    s = pos(board)
+    assert_illegal(s, act(s, "c8-c10"), "R5.1")
+    free = pos(board.replace("r1", ". "))  # b1 unconnected: legal
+    assert_legal(free, act(free, "c8-c10"))
+
+
+def test_r4_2_2_a_connected_satellite_of_the_mover_on_the_corner_cell_counts():
+    # r1 on a10 (connected to b2 b10 and b3 a9) is the only red king-adjacent to the landing cell b9.
+    s = pos("r1 b2\nb3 b1\n.\n.\n.\n.  r4")
+    after = assert_legal(s, act(s, "b5-b9>c8"))
+    assert after.board[1, 1] == 4 and after.board[2, 2] == -1
