@@ -103,8 +103,7 @@ def completed_q(
             sum_n += nv
             sum_p += p
             weighted += p * qi
-            if nv > max_n:
-                max_n = nv
+            max_n = max(max_n, nv)
     raw = sgn * node_raw[b, node]
     mixed = raw if sum_n == 0 else (raw + sum_n * weighted / sum_p) / (sum_n + 1.0)
     lo = np.inf
