@@ -203,7 +203,9 @@ def test_two_games_at_once_stay_apart(client):
 def test_agent_past_the_time_limit_is_stopped_and_the_server_goes_on(out_dir):
     app = create_app(WebConfig(out_dir=out_dir, workers=1, think_limit=1.0))
     with TestClient(app) as c:
-        g = c.post("/api/games", json={"red": "mcts:100000000", "blue": "human", "seed": 1}).json()
+        # Long enough to pass the 1 s limit by far (tens of seconds), small enough to allocate: the search's
+        # arrays grow with the simulations, and 10**8 of them failed with MemoryError before any time passed.
+        g = c.post("/api/games", json={"red": "mcts:300000", "blue": "human", "seed": 1}).json()
         msg = error_of(c.post(f"/api/games/{g['id']}/step"), 504)
         assert "time limit of 1 s" in msg
         v = c.get(f"/api/games/{g['id']}").json()
