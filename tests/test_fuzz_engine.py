@@ -63,7 +63,8 @@ def mutated_dicts(draw: st.DrawFn) -> dict[str, Any]:
         elif kind == "delete":
             d.pop(key, None)
         elif kind == "flip":
-            d["to_move"] = {"red": "blue", "blue": "red"}.get(d.get("to_move"), "red")
+            cur = d.get("to_move")  # an earlier mutation may have made it a list (unhashable)
+            d["to_move"] = {"red": "blue", "blue": "red"}.get(cur, "red") if isinstance(cur, str) else "red"
         elif kind == "finish":
             d["finished"] = draw(st.sampled_from([None, "red", "blue"]))
             d["grace_left"] = draw(st.integers(0, GRACE_MOVES))
