@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulations", type=int, default=32, help="simulations per move in the search timings")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats; the median is printed")
     p.add_argument("--threads", type=int, default=1, help="torch threads for the main timings")
-    p.add_argument("--plies-per-game", type=float, default=110.0, help="mean self-play game length for games/hour")
+    p.add_argument("--plies-per-game", type=float, default=220.0, help="mean self-play game length for games/hour")
     p.add_argument("--checkpoint", action="append", default=[], help="also time this checkpoint's network")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     p.add_argument("--seed", type=int, default=0)
