@@ -37,6 +37,17 @@ class ConfigError(ValueError):
     """A config file or override that does not describe a valid run; the message names the key."""
 
 
+def resolve_device(name: str):
+    """The torch device a config's `device` key names; ConfigError when CUDA is asked for and absent."""
+    import torch  # this module stays importable without torch (config files are checked before training)
+
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
+    return torch.device(name)
+
+
 @dataclass
 class TrainConfig:
     """Everything that defines a training run. Every field can be set from YAML or the CLI."""

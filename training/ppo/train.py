@@ -47,19 +47,18 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from colony_env import symmetry
 from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..config import ConfigError, TrainConfig, config_help, load_config, save_config, split_overrides
+from ..config import ConfigError, TrainConfig, config_help, load_config, resolve_device, save_config, split_overrides
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import csv_data_rows, log_positions, remove_temp_files, rewind_events, rewind_logs
-from .opponents import OpponentPool
-from .loss import LossInfo, per_player_gae, ppo_loss
-from .shaping import mover_potential
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
+from .loss import LossInfo, per_player_gae, ppo_loss
+from .opponents import OpponentPool
+from .shaping import mover_potential
 
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
@@ -69,14 +68,6 @@ METRIC_FIELDS = (
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
 LOG_FILES = ("metrics.csv", "eval.csv")  # rewound to the checkpoint on resume (runlog.rewind_logs)
 TB_DIR = "tb"
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
-    return torch.device(name)
 
 
 def make_env(cfg: TrainConfig, seed: int):

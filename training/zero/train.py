@@ -49,7 +49,15 @@ from colony_env.observation import OBS_CHANNELS
 from .. import runlog
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..config import ConfigError, config_from_dict, config_help, load_config, save_config, split_overrides
+from ..config import (
+    ConfigError,
+    config_from_dict,
+    config_help,
+    load_config,
+    resolve_device,
+    save_config,
+    split_overrides,
+)
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet, masked_log_probs
@@ -69,14 +77,6 @@ METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "
                   "leaf_evals_per_s")
 EVAL_FIELDS = ("generation", "cpu_hours", "agent", "opponent", "games", "wins", "draws", "losses", "score",
                "score_lo", "score_hi", "elo", "elo_ci95")
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
-    return torch.device(name)
 
 
 def search_config(cfg: ZeroConfig) -> SearchConfig:
