@@ -187,6 +187,12 @@ def read_records(path: str | Path) -> list[GameRecord]:
         raise RecordError(f"record file {str(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as e:
         raise RecordError(f"cannot read record file {str(path)!r}: {e.__class__.__name__}: {str(e)[:200]}") from None
+    return parse_records(text, str(path), f"record file {str(path)!r}")
+
+
+def parse_records(text: str, source: str, label: str | None = None) -> list[GameRecord]:
+    """The records of a games.jsonl text; errors name `source` and the line (`label`: the file in
+    the "holds no game records" message, default `source`)."""
     records = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -194,13 +200,13 @@ def read_records(path: str | Path) -> list[GameRecord]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise RecordError(f"{path}:{n}: not valid JSON ({e.msg}); expected one game record per line") from None
+            raise RecordError(f"{source}:{n}: not valid JSON ({e.msg}); expected one game record per line") from None
         try:
             records.append(GameRecord.from_json(obj))
         except RecordError as e:
-            raise RecordError(f"{path}:{n}: {e}") from None
+            raise RecordError(f"{source}:{n}: {e}") from None
     if not records:
-        raise RecordError(f"record file {str(path)!r} holds no game records")
+        raise RecordError(f"{label or source} holds no game records")
     return records
 
 

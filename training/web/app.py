@@ -46,7 +46,7 @@ import colony_env as ce
 from colony_env.constants import DEFAULT_MAX_PLIES
 
 from ..eval.agent_specs import SPEC_HELP, AgentSpecError, parse_agent_spec
-from ..eval.records import GameRecord, RecordError, read_records, write_records
+from ..eval.records import GameRecord, RecordError, parse_records, read_records, write_records
 from . import thinker as thinking
 from .views import action_cells, explain_click, legal_view, position_view
 from .worker import TOP_MOVES
@@ -262,25 +262,6 @@ class RecordFile:
         }
 
 
-def parse_records_text(text: str, name: str) -> list[GameRecord]:
-    """The records of a games.jsonl file's text (as `records.read_records` reads a file)."""
-    records = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise RecordError(f"{name}:{n}: not valid JSON ({e.msg}); expected one game record per line") from None
-        try:
-            records.append(GameRecord.from_json(obj))
-        except RecordError as e:
-            raise RecordError(f"{name}:{n}: {e}") from None
-    if not records:
-        raise RecordError(f"{name} holds no game records")
-    return records
-
-
 def _record_paths(paths: list[Path]) -> list[Path]:
     out = []
     for p in paths:
@@ -488,7 +469,7 @@ class App:
         except UnicodeDecodeError:
             raise _error(400, f"{name} is not UTF-8 text; a record file is JSON lines") from None
         try:
-            records = parse_records_text(text, name)
+            records = parse_records(text, name)
         except RecordError as e:
             raise _error(400, str(e)) from None
         return JSONResponse(self._add_records(name, records).summary(), status_code=201)
