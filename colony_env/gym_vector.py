@@ -65,6 +65,7 @@ from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOV
 from .engine import GameState, IllegalActionError, apply_action, check_max_plies, new_game
 from .observation import OBS_SHAPE, encode_into
 from .symmetry import TRANSPOSE_ACTIONS
+from .vector import is_listed
 from .wrappers import ILLEGAL_ACTION_MODES, ILLEGAL_ACTION_REWARD, LEARNER_COLOURS, _as_policy, as_action_id
 
 MAX_LEGAL = _core.MAX_LEGAL
@@ -87,13 +88,7 @@ def _check_actions(actions: np.ndarray, active: np.ndarray, legal: np.ndarray, c
         illegal[i] = False
         if not active[i]:
             continue
-        act = actions[i]
-        found = False
-        for j in range(counts[i]):
-            if legal[i, j] == act:
-                found = True
-                break
-        if not found:
+        if not is_listed(legal[i], counts[i], actions[i]):
             illegal[i] = True
             bad += 1
     return bad

@@ -111,17 +111,20 @@ def _padded_ids(legal: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
+@njit(cache=True, inline="always")
+def is_listed(row: np.ndarray, count: int, action: int) -> bool:
+    """Whether `action` is among the first `count` ids of a legal-id row."""
+    for j in range(count):
+        if row[j] == action:
+            return True
+    return False
+
+
 @njit(cache=True)
 def _first_illegal(states: np.ndarray, actions: np.ndarray, legal: np.ndarray, counts: np.ndarray) -> int:
     """Index of the first game whose canonical action is not in its legal set, else -1."""
     for i in range(actions.shape[0]):
-        act = actions[i]
-        found = False
-        for j in range(counts[i]):
-            if legal[i, j] == act:
-                found = True
-                break
-        if not found:
+        if not is_listed(legal[i], counts[i], actions[i]):
             return i
     return -1
 
