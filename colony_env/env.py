@@ -176,8 +176,8 @@ def env(**kwargs: Any) -> AECEnv:
     game (offender -1, with a warning), out-of-bounds actions assert, call order is enforced."""
     e = raw_env(**kwargs)
     e = TerminateIllegalColony(e, illegal_reward=ILLEGAL_ACTION_REWARD)
-    e = wrappers.AssertOutOfBoundsWrapper(e)
-    e = wrappers.OrderEnforcingWrapper(e)
+    e = AssertOutOfBoundsColony(e)
+    e = OrderEnforcingColony(e)
     return e
 
 
@@ -370,10 +370,62 @@ def _as_index(action: Any) -> Any:
         return action
 
 
-class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
+class _ReadsRawEnv:
+    """Mixin for PettingZoo wrappers: the AEC attributes that every step reads (`last()`, the
+    wrappers' own checks) are properties reading the raw env (`self._raw`) in one C-level
+    lookup. Through `BaseWrapper.__getattr__` each read is one Python call per wrapper below
+    (about 30 reads per step: most of what `env()` cost over `raw_env`). Same values, and the
+    same errors: when a property's read fails (AttributeError), Python falls back to the
+    wrapper's `__getattr__`, which raises as before. Read-only, as the raw env owns them."""
+
+    _raw: raw_env | None = None
+    agent_selection = property(operator.attrgetter("_raw.agent_selection"))
+    agents = property(operator.attrgetter("_raw.agents"))
+    rewards = property(operator.attrgetter("_raw.rewards"))
+    terminations = property(operator.attrgetter("_raw.terminations"))
+    truncations = property(operator.attrgetter("_raw.truncations"))
+    infos = property(operator.attrgetter("_raw.infos"))
+    _cumulative_rewards = property(operator.attrgetter("_raw._cumulative_rewards"))
+
+
+class OrderEnforcingColony(_ReadsRawEnv, wrappers.OrderEnforcingWrapper):
+    """PettingZoo's `OrderEnforcingWrapper` with direct reads (`_ReadsRawEnv`). `_raw` is set
+    only by `reset()`: before it the reads fall back to `__getattr__`, which raises "...
+    cannot be accessed before reset" exactly as the base class does."""
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self._raw = self.env.unwrapped
+        super().reset(seed=seed, options=options)
+
+    def __str__(self) -> str:
+        return str(self.env)  # as the base class prints itself (it checks its exact type)
+
+
+class AssertOutOfBoundsColony(_ReadsRawEnv, wrappers.AssertOutOfBoundsWrapper):
+    """PettingZoo's `AssertOutOfBoundsWrapper` with direct reads (`_ReadsRawEnv`), and a plain
+    int in range let through without `Discrete.contains` (which converts it to numpy: a few
+    microseconds per step). Anything else is judged by the base class."""
+
+    def __init__(self, env: AECEnv) -> None:
+        super().__init__(env)
+        self._raw = env.unwrapped
+
+    def step(self, action: int | None) -> None:
+        # Every agent's space is Discrete(N_ACTIONS) (raw_env), which holds exactly these ints.
+        if type(action) is int and 0 <= action < N_ACTIONS:
+            self.env.step(action)
+        else:
+            super().step(action)
+
+
+class TerminateIllegalColony(_ReadsRawEnv, wrappers.TerminateIllegalWrapper):
     """PettingZoo's illegal-move handling (offender gets `illegal_reward`, every agent is
     done) with a warning that says which action was illegal and why, and `infos` saying
     the game ended on an illegal action."""
+
+    def __init__(self, env: AECEnv, illegal_reward: float) -> None:
+        super().__init__(env, illegal_reward)
+        self._raw = env.unwrapped
 
     def step(self, action: int) -> None:
         agent = self.agent_selection
@@ -381,7 +433,13 @@ class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
             self.observe(agent)
         mask = self._prev_obs["action_mask"]
         live = not (self.terminations[agent] or self.truncations[agent])
-        if not live or action is None or mask[action]:
+        if live and action is not None and mask[action]:
+            # The base class's path for a legal action, without its second look at the mask.
+            self._prev_obs = None
+            self._prev_info = None
+            self.env.step(action)
+            return
+        if not live or action is None:
             super().step(action)
             return
         base = self.env.unwrapped
@@ -406,4 +464,4 @@ class TerminateIllegalColony(wrappers.TerminateIllegalWrapper):
             base.infos[a] = {"end_reason": ILLEGAL_ACTION, "illegal_agent": agent, "illegal_action": int(action)}
 
 
-__all__ = ["AGENTS", "AGENT_COLOUR", "ENV_NAME", "TerminateIllegalColony", "env", "raw_env"]
+__all__ = ["AGENTS", "AGENT_COLOUR", "ENV_NAME", "AssertOutOfBoundsColony", "OrderEnforcingColony", "TerminateIllegalColony", "env", "raw_env"]
