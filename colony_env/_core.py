@@ -458,14 +458,22 @@ def _generate(a: np.ndarray, out: np.ndarray, stop_at_first: bool) -> int:
     return n
 
 
+@njit(cache=True, inline="always")
+def legal_into(a: np.ndarray, out: np.ndarray) -> int:
+    """Write the legal action ids (ascending, R4, R8.4) into `out`; return how many. Pass
+    (R4.3) only when nothing else is legal; none once the game is over."""
+    n = _generate(a, out, False)
+    if n == 0 and a[I_REASON] == 0:
+        out[0] = PASS_ACTION
+        n = 1
+    return n
+
+
 @njit(cache=True)
 def legal_ids(a: np.ndarray) -> np.ndarray:
     """Sorted legal action ids (R4, R8.4); pass (R4.3) only when nothing else is legal."""
     buf = np.empty(MAX_LEGAL, np.int16)
-    n = _generate(a, buf, False)
-    if n == 0 and a[I_REASON] == 0:
-        buf[0] = PASS_ACTION
-        n = 1
+    n = legal_into(a, buf)
     return buf[:n].astype(np.int64)
 
 

@@ -156,8 +156,11 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
-from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, N_ACTIONS, Colour
-from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, legal_actions, new_game
+from numba import njit
+
+from . import _core
+from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, I_REASON, I_TO_MOVE, N_ACTIONS, Colour
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, new_game
 from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
 
@@ -166,9 +169,32 @@ ENV_NAME = "colony_v0"
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 AGENT_COLOUR: dict[str, Colour] = {"player_0": Colour.RED, "player_1": Colour.BLUE}
 COLOUR_AGENT: dict[Colour, str] = {c: a for a, c in AGENT_COLOUR.items()}
+# The same maps over the engine's colour ids (I_TO_MOVE), for the per-step path: building a
+# `Colour` from the packed state costs more than the rest of the lookup.
+_COLOUR_ID: dict[str, int] = {a: int(c) for a, c in AGENT_COLOUR.items()}
+_AGENT_OF_COLOUR_ID: tuple[str, ...] = tuple(COLOUR_AGENT[Colour(i)] for i in range(len(Colour)))
 OBS_SHAPE_HWC = (BOARD_SIZE, BOARD_SIZE, OBS_CHANNELS)
 ILLEGAL_ACTION_REWARD = -1.0
 ILLEGAL_ACTION = "illegal_action"  # end reason reported by `env()` after an illegal action
+
+
+@njit(cache=True)
+def _observe_into(a: np.ndarray, colour: int, transposed: bool, planes: np.ndarray, mask: np.ndarray) -> None:
+    """`colour`'s view of packed state `a` in one compiled call: its planes, channels last, into
+    `planes[10, 10, C]` and its legal ids (its frame) as 1s into the clear `mask`; none unless
+    it is to move in a live game. Engine kernels only: legality is `_core.legal_into`'s."""
+    chw = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
+    encode_into(a, colour, transposed, chw)
+    for r in range(BOARD_SIZE):
+        for c in range(BOARD_SIZE):
+            for p in range(OBS_CHANNELS):
+                planes[r, c, p] = chw[p, r, c]
+    if a[I_REASON] != 0 or a[I_TO_MOVE] != colour:
+        return
+    ids = np.empty(_core.MAX_LEGAL, np.int16)
+    n = _core.legal_into(a, ids)
+    for j in range(n):
+        mask[TRANSPOSE_ACTIONS[ids[j]] if transposed else ids[j]] = 1
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -272,14 +298,10 @@ class raw_env(AECEnv, EzPickle):
         """`agent`'s observation: planes and mask in its frame, arrays the caller owns."""
         cached = self._obs_cache.get(agent)
         if cached is None:  # last() and the wrappers observe the same position repeatedly
-            colour = AGENT_COLOUR[agent]
-            planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
-            encode_into(self._state._a, int(colour), self._transposed[agent], planes)
+            planes = np.empty(OBS_SHAPE_HWC, np.float32)
             mask = np.zeros(N_ACTIONS, np.int8)
-            if not self._state.is_over and self._state.to_move == colour:
-                ids = legal_actions(self._state)
-                mask[TRANSPOSE_ACTIONS[ids] if self._transposed[agent] else ids] = 1
-            cached = (np.ascontiguousarray(planes.transpose(1, 2, 0)), mask)
+            _observe_into(self._state._a, _COLOUR_ID[agent], self._transposed[agent], planes, mask)
+            cached = (planes, mask)
             self._obs_cache[agent] = cached
         # Copies: a caller that edits what it was given must not change the env's view.
         return {"observation": cached[0].copy(), "action_mask": cached[1].copy()}
@@ -299,7 +321,7 @@ class raw_env(AECEnv, EzPickle):
             # Both agents are done; the other one takes the first dead step (classic envs).
             self.agent_selection = AGENTS[1 - AGENTS.index(agent)]
         else:
-            self.agent_selection = COLOUR_AGENT[new.to_move]  # R6.3/R6.4: maybe the same agent
+            self.agent_selection = _AGENT_OF_COLOUR_ID[new._a[I_TO_MOVE]]  # R6.3/R6.4: maybe the same agent
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
