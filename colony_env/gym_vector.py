@@ -59,7 +59,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from numba import njit
 
-from . import _core
+from . import _core, _rng
 from .agents import RandomAgent
 from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN, Colour
 from .engine import GameState, IllegalActionError, apply_action, check_max_plies, new_game
@@ -126,15 +126,20 @@ def _opponent_turns(
 
 
 @njit(cache=True)
-def _apply_picks(
-    states: np.ndarray, learner: np.ndarray, pending: np.ndarray, legal: np.ndarray, counts: np.ndarray, picks: np.ndarray
-) -> int:
-    """Apply each pending game's picked opponent action; then, as `_opponent_turns`, flag the
-    games in which the opponent is still to move (R6.3: grace moves) and list its actions."""
-    for i in range(states.shape[0]):
-        if pending[i]:
-            states[i, :] = _core.apply_unchecked(states[i], legal[i, picks[i]])
-    return _opponent_turns(states, learner, pending.copy(), pending, legal, counts)
+def _random_replies(
+    states: np.ndarray, learner: np.ndarray, slots: np.ndarray, legal: np.ndarray, counts: np.ndarray, rng_ptrs: np.ndarray
+) -> None:
+    """The random opponent moves in the given slots until its learner is to move or the game
+    is over (R6.3: maybe several times). Each pick is `RandomAgent.act`'s draw,
+    `rng.integers(#legal)`, from the slot's own generator (`_rng`: the same draws as NumPy's)."""
+    pending = np.zeros(states.shape[0], np.bool_)
+    n_pending = _opponent_turns(states, learner, slots, pending, legal, counts)
+    while n_pending:
+        for i in range(states.shape[0]):
+            if pending[i]:
+                pick = _rng.integers(rng_ptrs[i], counts[i])
+                states[i, :] = _core.apply_unchecked(states[i], legal[i, pick])
+        n_pending = _opponent_turns(states, learner, pending.copy(), pending, legal, counts)
 
 
 @njit(cache=True)
@@ -248,6 +253,8 @@ class ColonyGymVectorEnv(VectorEnv):
         self._over = np.ones(n, np.bool_)  # episode over: game over or an illegal learner action
         self._autoreset = np.zeros(n, np.bool_)  # NEXT_STEP: reset these at the next step
         self._rngs: list[np.random.Generator | None] = [None] * n  # each slot's env.np_random
+        # Their C pointers (`_rng.pointers`) for the compiled random opponent; None: rebuild.
+        self._rng_ptrs: np.ndarray | None = None
         self._legal = np.zeros((n, MAX_LEGAL), np.int16)  # the learner's legal ids (its frame)
         self._counts = np.zeros(n, np.int32)
         self._opp_legal = np.zeros((n, MAX_LEGAL), np.int16)  # the opponent's (board frame)
@@ -410,6 +417,8 @@ class ColonyGymVectorEnv(VectorEnv):
         """`ColonySingleAgentEnv.reset` for slot i, up to the opponent's opening moves."""
         if seed is not None or self._rngs[i] is None:
             self._rngs[i], _ = seeding.np_random(seed)
+            if self._rng_ptrs is not None:
+                self._rng_ptrs[i] = _rng.pointers(self._rngs[i])
         rng = self._rngs[i]
         mode = self.learner_colour_mode
         learner = Colour(int(rng.integers(2))) if mode == "random" else Colour[mode.upper()]
@@ -420,17 +429,10 @@ class ColonyGymVectorEnv(VectorEnv):
 
     def _opponents_move(self, slots: np.ndarray) -> None:
         """In the given slots the opponent moves until its learner is to move or the game is over."""
-        pending = np.zeros(self.num_envs, np.bool_)
         if self._random_opponent:
-            n_pending = _opponent_turns(self._states, self._learner, slots, pending, self._opp_legal, self._opp_counts)
-            picks = np.zeros(self.num_envs, np.int64)
-            while n_pending:
-                rows = np.flatnonzero(pending).tolist()
-                rngs, counts = self._rngs, self._opp_counts[pending].tolist()
-                # RandomAgent.act's draw (rng.integers(#legal)), from each slot's own generator.
-                picks[rows] = [rngs[i].integers(n) for i, n in zip(rows, counts)]
-                n_pending = _apply_picks(self._states, self._learner, pending, self._opp_legal, self._opp_counts, picks)
+            _random_replies(self._states, self._learner, slots, self._opp_legal, self._opp_counts, self._rng_pointers())
             return
+        pending = np.zeros(self.num_envs, np.bool_)
         while _opponent_turns(self._states, self._learner, slots, pending, self._opp_legal, self._opp_counts):
             for i in np.flatnonzero(pending):
                     s = GameState.from_array(self._states[i])
@@ -439,6 +441,22 @@ class ColonyGymVectorEnv(VectorEnv):
                         self._states[i] = apply_action(s, action)._a
                     except IllegalActionError as exc:
                         raise IllegalActionError(f"opponent {self.opponent_name!r} ({s.to_move}): {exc}") from None
+
+    def _rng_pointers(self) -> np.ndarray:
+        """uintp[N, 2]: each slot generator's `_rng.pointers` (zeros for a slot without one yet)."""
+        if self._rng_ptrs is None:
+            self._rng_ptrs = np.zeros((self.num_envs, 2), np.uintp)
+            for i, rng in enumerate(self._rngs):
+                if rng is not None:
+                    self._rng_ptrs[i] = _rng.pointers(rng)
+        return self._rng_ptrs
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For copy and pickle: the generator pointers are this process's addresses of this
+        object's generators, so a copy rebuilds them from its own."""
+        state = self.__dict__.copy()
+        state["_rng_ptrs"] = None
+        return state
 
     def _mask_buffer(self) -> np.ndarray:
         """A clear bool[N, 16001] buffer: a recycled one the caller let go of, else a new one.
