@@ -502,6 +502,21 @@ class ColonyGymVectorEnv(VectorEnv):
         infos["action_mask"], infos["_action_mask"] = mask, has.copy()
 
     def _end_infos(self, infos: dict[str, Any], ended: np.ndarray, errors: dict[int, str]) -> None:
+        """`end_reason` and `winner` (`error` after an illegal action) of the ended slots."""
+        if not ended.any():
+            return
+        if not errors and "end_reason" not in infos and "winner" not in infos:
+            # Games that ended by the rules: the arrays `_add_info` would build slot by slot
+            # (object arrays, None elsewhere; a `_key` mask each), built at once.
+            reasons = np.full(self.num_envs, None, dtype=object)
+            winners = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(ended).tolist():
+                reasons[i] = END_REASONS[self._states[i, I_REASON] - 1]
+                w = _core.winner(self._states[i, :N_CELLS])
+                winners[i] = None if w == NOBODY else _COLOUR_NAMES[w]
+            infos["end_reason"], infos["_end_reason"] = reasons, ended.copy()
+            infos["winner"], infos["_winner"] = winners, ended.copy()
+            return
         for i in np.flatnonzero(ended):
             i = int(i)
             if i in errors:
