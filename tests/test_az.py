@@ -7,8 +7,10 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
-from colony_env.agents.az import AZAgent, BatchedSearch, SearchConfig
+from colony_env.agents._search import random_playout
+from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
+from colony_env.engine import _wrap
 
 
 def hashed_evaluator(states, obs, ids, counts):
@@ -180,3 +182,26 @@ def test_search_rejects_bad_input():
     if over.is_over:
         with pytest.raises(ValueError, match="ongoing"):
             BatchedSearch(hashed_evaluator).search([over], np.random.default_rng(0))
+
+
+def test_rollout_mix_values_are_the_playout_result_for_the_mover():
+    """mix=1: each leaf's value is one random playout's result (R7) seen by the colour to move there."""
+    states = midgame_states(8)
+    assert {int(s._a[I_TO_MOVE]) for s in states} == {0, 1}  # both colours to move
+    packed = np.stack([s._a for s in states]).astype(np.int32)
+    obs = np.zeros((len(states), 1), np.float32)
+    ids = np.zeros((len(states), 1), np.int16)
+    counts = np.ones(len(states), np.int32)
+    const = lambda value: lambda st, o, i, c: (np.zeros(i.shape), np.full(len(st), value))  # noqa: E731
+    for k, s in enumerate(states):
+        _, v = RolloutMixEvaluator(const(0.3), 1.0, seed=k)(packed[k:k + 1], obs[:1], ids[:1], counts[:1])
+        seed = int(np.random.default_rng(k).integers(2**31))  # the seed the evaluator draws first
+        end = _wrap(random_playout(packed[k].copy(), seed))  # the same playout, replayed
+        assert end.is_over
+        assert v.shape == (1,) and v[0] == end.rewards()[s.to_move]
+    half = RolloutMixEvaluator(const(0.4), 0.5, seed=3)
+    _, v = half(packed, obs, ids, counts)
+    assert set(np.round(v, 6)) <= {0.7, 0.2, -0.3}  # 0.5 * 0.4 + 0.5 * {+1, 0, -1}
+    assert len(set(np.round(v, 6))) > 1  # the playouts differ
+    with pytest.raises(ValueError, match="rollout mix"):
+        RolloutMixEvaluator(hashed_evaluator, 1.5)

@@ -17,7 +17,9 @@ from training.checkpoint import load_policy_agent, read_checkpoint
 from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from training.eval.evaluate import main as evaluate_main
 from training.model import PolicyValueNet
+from training.config import ConfigError
 from training.zero import train as zero_train
+from training.zero.config import ZeroConfig
 from training.zero.evaluator import NetworkEvaluator
 from training.zero.plot import plot_runs
 from training.zero.replay import ReplayBuffer, ReplayError, make_batch, read_shard, shard_path, write_shard
@@ -186,12 +188,22 @@ def test_resume_refuses_what_it_cannot_honour(tmp_path, capsys):
 
 
 def test_az_spec_parsing():
-    spec = parse_agent_spec("checkpoint:a/b.pt:az:50:puct:c=2:m=8:noise=0")
+    spec = parse_agent_spec("checkpoint:a/b.pt:az:50:puct:c=2:m=8:noise=0:r=0.5")
     assert spec.path == "a/b.pt" and spec.az_simulations == 50
-    assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0}
+    assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0,
+                                     "rollout_mix": 0.5}
     for bad in ("checkpoint:a.pt:az:0", "checkpoint:a.pt:az:x", "checkpoint:a.pt:az:5:zz", "checkpoint::az:5",
-                "checkpoint:a.pt:az:5:c=-1"):
+                "checkpoint:a.pt:az:5:c=-1", "checkpoint:a.pt:az:5:r=1.5", "checkpoint:a.pt:az:5:r=-0.1"):
         with pytest.raises(AgentSpecError):
             parse_agent_spec(bad)
     with pytest.raises(AgentSpecError, match="not found"):
         make_agent("checkpoint:missing.pt:az:5")
+
+
+def test_rollout_mix_schedule():
+    """The playout share falls linearly to 0 over rollout_mix_generations (0: constant)."""
+    cfg = ZeroConfig(rollout_mix=0.8, rollout_mix_generations=4).finalize()
+    assert [cfg.rollout_mix_at(g) for g in range(6)] == pytest.approx([0.8, 0.6, 0.4, 0.2, 0.0, 0.0])
+    assert ZeroConfig(rollout_mix=0.5).finalize().rollout_mix_at(100) == 0.5
+    with pytest.raises(ConfigError, match="rollout_mix"):
+        ZeroConfig(rollout_mix=1.5).finalize()

@@ -180,6 +180,19 @@ def rollout_values(a: np.ndarray, n_rollouts: int, seed: int) -> float:
     return total / n_rollouts
 
 
+@njit(cache=True)
+def rollout_mover_values(states: np.ndarray, seed: int) -> np.ndarray:
+    """One uniformly random playout from each packed state (rows of int32[K, STATE_LEN]);
+    float64[K]: its result for the colour to move in that state (+1 won, -1 lost, 0 draw, R7)."""
+    np.random.seed(seed)
+    buf = np.empty(MAX_LEGAL, np.int16)
+    out = np.empty(states.shape[0], np.float64)
+    for k in range(states.shape[0]):
+        red = rollout(states[k], buf)
+        out[k] = red if states[k, I_TO_MOVE] == 0 else -red
+    return out
+
+
 # ---------------------------------------------------------------------------------
 # UCT (Kocsis & Szepesvari 2006) with the node layout of OpenSpiel's MCTSBot, in arrays.
 

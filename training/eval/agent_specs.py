@@ -11,7 +11,7 @@
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
-| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic) |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with one random playout, share X) |
 
 Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`
 (with search: `load_search_agent(path, simulations, prior_c)`),
@@ -39,13 +39,13 @@ SPEC_HELP = (
     "allowed agent specs: 'random', 'greedy', 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
-    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X]' (the network's priors and values at every node)"
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X]' (the network's priors and values at every node)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
-AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale"}  # az:N:key=value
+AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
 CHECKPOINT_MODULE = "training.checkpoint"
 AZ_MODULE = "training.zero.evaluator"
@@ -102,9 +102,15 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
         key, eq, value = low.partition("=")
         if not eq or key not in AZ_OPTIONS:
             raise AgentSpecError(f"checkpoint spec {text!r}: unknown az option {opt!r}; allowed: gumbel, puct, "
-                                 f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale)")
+                                 f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale), "
+                                 f"r=X (share of a random playout in leaf values, 0..1)")
         if key == "m":
             out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: m")
+        elif key == "r":
+            mix = _non_negative_float(value, f"checkpoint spec {text!r}: r")
+            if mix > 1:
+                raise AgentSpecError(f"checkpoint spec {text!r}: r must be in [0, 1], got {value!r}")
+            out[AZ_OPTIONS[key]] = mix
         else:
             out[AZ_OPTIONS[key]] = _non_negative_float(value, f"checkpoint spec {text!r}: {key}")
     return tuple(out.items())

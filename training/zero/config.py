@@ -62,6 +62,10 @@ class ZeroConfig:
     """PUCT exploration constant (root `puct`)."""
     max_plies: int = 400
     """Ply limit per game (R6.2.4)."""
+    rollout_mix: float = 0.0
+    """Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda)."""
+    rollout_mix_generations: int = 0
+    """If > 0, the mix falls linearly from `rollout_mix` to 0 over this many generations (0: constant)."""
 
     # --- fitting ---
     replay_positions: int = 200_000
@@ -101,6 +105,12 @@ class ZeroConfig:
         _check(self)
         return self
 
+    def rollout_mix_at(self, generation: int) -> float:
+        """The playout share of the leaf value in this generation (the linear schedule)."""
+        if self.rollout_mix_generations == 0:
+            return self.rollout_mix
+        return self.rollout_mix * max(0.0, 1.0 - generation / self.rollout_mix_generations)
+
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
@@ -116,7 +126,7 @@ def _check(c: ZeroConfig) -> None:
                 "parallel_games", "simulations", "max_considered", "max_plies", "replay_positions", "batch_size",
                 "eval_games"):
         need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "eval_simulations", "keep_checkpoints"):
+    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(0 <= c.seed < 2**32, "seed", "an integer in [0, 2**32)")
     need(0 <= c.eval_seed < 2**31, "eval_seed", "an integer in [0, 2**31)")
@@ -128,6 +138,7 @@ def _check(c: ZeroConfig) -> None:
         v = getattr(c, key)
         need(math.isfinite(v) and v >= 0, key, "a finite number >= 0")
     need(0.0 <= c.root_value_mix <= 1.0, "root_value_mix", "a number in [0, 1]")
+    need(0.0 <= c.rollout_mix <= 1.0, "rollout_mix", "a number in [0, 1]")
     need(c.eval_games % 2 == 0, "eval_games", "an even number (each setup is played with both colours)")
     need(c.init_from == "" or Path(c.init_from).is_file(), "init_from", '"" or the path of an existing checkpoint file')
     need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from colony_env.agents.az import AZAgent, SearchConfig
+from colony_env.agents.az import AZAgent, RolloutMixEvaluator, SearchConfig
 
 from ..checkpoint import load_model
 from ..model import PolicyValueNet
@@ -44,7 +44,7 @@ class NetworkEvaluator:
 
 def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
                   max_considered: int | None = None, gumbel_scale: float | None = None,
-                  name: str | None = None) -> AZAgent:
+                  rollout_mix: float = 0.0, name: str | None = None) -> AZAgent:
     """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node)."""
     model, _ = load_model(path)
     options: dict[str, object] = {"simulations": simulations, "root": root}
@@ -54,4 +54,6 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
         options["max_considered"] = max_considered
     if gumbel_scale is not None:
         options["gumbel_scale"] = gumbel_scale
-    return AZAgent(NetworkEvaluator(model), SearchConfig(**options), name=name or f"az:{Path(path).name}:{simulations}")
+    evaluator = NetworkEvaluator(model)
+    leaf = RolloutMixEvaluator(evaluator, rollout_mix) if rollout_mix > 0 else evaluator
+    return AZAgent(leaf, SearchConfig(**options), name=name or f"az:{Path(path).name}:{simulations}")

@@ -63,9 +63,8 @@ from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
-from .evaluator import NetworkEvaluator
 from .replay import ReplayBuffer, ReplayError, make_batch, remove_stray_files, shard_path, write_shard
-from .selfplay import GameData, concat, play_games, worker_play
+from .selfplay import GameData, concat, leaf_evaluator, play_games, worker_play
 
 PROG = "colony-zero"
 TRAINER = "colony-zero"
@@ -259,13 +258,14 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     """One generation's games, split over the workers (each with its own search noise)."""
     seeds = game_seeds(cfg, generation)
     rng_seeds = [int(s) for s in np.random.SeedSequence([cfg.seed, generation, 7]).generate_state(cfg.workers)]
+    mix = cfg.rollout_mix_at(generation)
     if pool is None:
-        return play_games(NetworkEvaluator(model, device), search_config(cfg), seeds, cfg.parallel_games,
-                          cfg.max_plies, np.random.default_rng(rng_seeds[0]))
+        return play_games(leaf_evaluator(model, device, mix, rng_seeds[0]), search_config(cfg), seeds,
+                          cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]))
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
-                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device))
+                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix)
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
