@@ -17,6 +17,7 @@ keeps the generators, and rebuilds the pointers after a copy or unpickling.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -35,11 +36,11 @@ def pointers(rng: np.random.Generator) -> tuple[int, int]:
 
 
 @intrinsic
-def _next_uint32(typingctx, fn, state):  # noqa: ARG001 - numba's intrinsic signature
+def _next_uint32(typingctx: Any, fn: types.Type, state: types.Type) -> tuple[Any, Any]:
     """Call `uint32 next_uint32(void *state)` at address `fn` (a bit generator's C function)."""
     sig = types.uint32(types.uintp, types.uintp)
 
-    def codegen(context, builder, signature, args):  # noqa: ARG001
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         byte_ptr = ir.IntType(8).as_pointer()
         fn_type = ir.FunctionType(ir.IntType(32), [byte_ptr])
         return builder.call(builder.inttoptr(args[0], fn_type.as_pointer()), [builder.inttoptr(args[1], byte_ptr)])

@@ -127,8 +127,9 @@ def _opponent_turns(
 
 @njit(cache=True)
 def _random_replies(
-    states: np.ndarray, learner: np.ndarray, slots: np.ndarray, legal: np.ndarray, counts: np.ndarray, rng_ptrs: np.ndarray
-) -> None:
+    states: np.ndarray, learner: np.ndarray, slots: np.ndarray, legal: np.ndarray, counts: np.ndarray,
+    rng_ptrs: np.ndarray,
+) -> None:  # fmt: skip
     """The random opponent moves in the given slots until its learner is to move or the game
     is over (R6.3: maybe several times). Each pick is `RandomAgent.act`'s draw,
     `rng.integers(#legal)`, from the slot's own generator (`_rng`: the same draws as NumPy's)."""

@@ -25,7 +25,8 @@ def test_draws_and_generator_states_match_numpy() -> None:
     ptrs = np.array([_rng.pointers(g) for g in ours], np.uintp)
     src = np.random.default_rng(123)
     # n == 1 draws nothing; small and large n; n near powers of two, where rejection is likeliest.
-    ns = np.concatenate([np.ones(20, np.int64), src.integers(1, 4000, 3000), [2**31 - 1, 2**31 + 1, 3 * 2**30, _rng.MAX_N] * 5])
+    large = [2**31 - 1, 2**31 + 1, 3 * 2**30, _rng.MAX_N] * 5
+    ns = np.concatenate([np.ones(20, np.int64), src.integers(1, 4000, 3000), large])
     out = np.empty(len(ns), np.int64)
     _draw_all(ptrs, ns, out)
     expected = [numpy_side[i % 7].integers(int(n)) for i, n in enumerate(ns)]
