@@ -192,7 +192,7 @@ def test_rollout_mix_values_are_the_playout_result_for_the_mover():
     obs = np.zeros((len(states), 1), np.float32)
     ids = np.zeros((len(states), 1), np.int16)
     counts = np.ones(len(states), np.int32)
-    const = lambda value: lambda st, o, i, c: (np.zeros(i.shape), np.full(len(st), value))  # noqa: E731
+    const = lambda value: lambda st, o, i, c: (np.zeros(i.shape), np.full(len(st), value))
     for k, s in enumerate(states):
         _, v = RolloutMixEvaluator(const(0.3), 1.0, seed=k)(packed[k:k + 1], obs[:1], ids[:1], counts[:1])
         seed = int(np.random.default_rng(k).integers(2**31))  # the seed the evaluator draws first

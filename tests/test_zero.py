@@ -10,14 +10,15 @@ import pytest
 import torch
 
 import colony_env as ce
+from colony_env import symmetry
 from colony_env.agents.az import SearchConfig
 from colony_env.constants import I_TO_MOVE
-from colony_env.observation import OBS_CHANNELS
+from colony_env.observation import OBS_CHANNELS, encode_observation
 from training.checkpoint import load_policy_agent, read_checkpoint
+from training.config import ConfigError
 from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from training.eval.evaluate import main as evaluate_main
 from training.model import PolicyValueNet
-from training.config import ConfigError
 from training.zero import train as zero_train
 from training.zero.config import ZeroConfig
 from training.zero.evaluator import NetworkEvaluator
@@ -207,3 +208,27 @@ def test_rollout_mix_schedule():
     assert ZeroConfig(rollout_mix=0.5).finalize().rollout_mix_at(100) == 0.5
     with pytest.raises(ConfigError, match="rollout_mix"):
         ZeroConfig(rollout_mix=1.5).finalize()
+
+
+def test_traced_evaluator_matches_eager_at_every_batch_shape():
+    """The frozen trace (made at the first call's shapes) serves other batch sizes and widths with eager's numbers."""
+    torch.manual_seed(0)
+    model = PolicyValueNet(OBS_CHANNELS, 8, 1, False, True)
+    for p in model.parameters():
+        p.data.normal_(0.0, 0.1)  # non-trivial logits and values
+    states = [ce.new_game(s) for s in range(5)]
+    fast, eager = NetworkEvaluator(model), NetworkEvaluator(model, trace=False)
+    for n, width in [(3, 40), (5, None), (1, 7)]:  # the first call fixes the trace's example shapes
+        packed = np.stack([s._a for s in states[:n]]).astype(np.int32)
+        obs = np.stack([encode_observation(s, s.to_move) for s in states[:n]]).astype(np.float32)
+        legal = [symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move) for s in states[:n]]
+        w = width or max(len(x) for x in legal)
+        ids = np.zeros((n, w), np.int16)
+        for k, x in enumerate(legal):
+            ids[k, : min(w, len(x))] = x[:w]
+        la, va = fast(packed, obs, ids, np.full(n, w, np.int32))
+        lb, vb = eager(packed, obs, ids, np.full(n, w, np.int32))
+        assert la.shape == (n, w) and va.shape == (n,)
+        np.testing.assert_allclose(la, lb, atol=1e-5)
+        np.testing.assert_allclose(va, vb, atol=1e-6)
+    assert fast._traced is not None and eager._traced is None

@@ -11,7 +11,7 @@ Prints, for each network (the zero quickstart model, the zero shipped model, and
   games/hour = moves/s * 3600 / `--plies-per-game`, the mean game length of self-play);
 
 then the options that could make the forward pass cheaper (torch threads, channels_last,
-torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
+a frozen TorchScript trace, torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
 by side in one process; the load of the machine is printed with them.
 """
 
@@ -135,7 +135,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
         with torch.no_grad():
             return model(obs_t, ids_t)
 
-    variants.append(("inference_mode (used)", plain))
+    variants.append(("eager, inference_mode", plain))
     variants.append(("no_grad", no_grad))
     cl_model = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior,
                               model.target_features)
@@ -148,6 +148,14 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
             return cl_model(obs_cl, ids_t)
 
     variants.append(("channels_last", channels_last))
+    with torch.inference_mode():
+        traced = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(model, (obs_t, ids_t), check_trace=False)))
+
+    def use_traced() -> object:
+        with torch.inference_mode():
+            return traced(obs_t, ids_t)
+
+    variants.append(("jit trace+freeze (used)", use_traced))
     if not args.no_compile:
         try:
             compiled = torch.compile(model, dynamic=True)

@@ -177,7 +177,7 @@ def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
         raise AgentSpecError(f"checkpoint file not found: {spec.path!r} (expected a .pt file written by colony-train)")
     try:
         if spec.az_simulations:
-            loader = getattr(importlib.import_module(AZ_MODULE), "load_az_agent")
+            loader = importlib.import_module(AZ_MODULE).load_az_agent
         else:
             module = importlib.import_module(CHECKPOINT_MODULE)
             loader = getattr(module, "load_search_agent" if spec.search_simulations else "load_policy_agent")

@@ -47,10 +47,10 @@ from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from colony_env.constants import STATE_LEN
 from colony_env.engine import _wrap
 
+from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
 from ..model import masked_log_probs
 from ..teacher import greedy_action_features
-from ..augment import AUG_SYMS, augment
 
 DATA_FORMAT = "colony-distill-shard"
 VALIDATION_SHARE = 0.1  # of the games, held out to choose the epoch
