@@ -77,13 +77,16 @@ def _sign(colour: int) -> float:
 def completed_q(
     b: int, node: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
     node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray,
-    pool_logit: np.ndarray, pool_child: np.ndarray, c_visit: float, c_scale: float,
+    pool_logit: np.ndarray, pool_child: np.ndarray, c_visit: float, c_scale: float, rescale: bool,
 ) -> np.ndarray:
     """sigma(completed Q) of a node's children, from the chooser's view (mctx `qtransform_completed_by_mix_value`).
 
     Visited children keep their mean value; unvisited ones get the mixed value (the node's raw
-    network value averaged with the prior-weighted Q of the visited children); all are rescaled
-    to [0, 1] by their min and max, then scaled by (c_visit + max child visits) * c_scale.
+    network value averaged with the prior-weighted Q of the visited children); all are mapped
+    to [0, 1], by their min and max (`rescale`, mctx's default) or as the value scale [-1, 1]
+    itself, then scaled by (c_visit + max child visits) * c_scale. Min-max rescaling makes the
+    best child worth the full bonus however small the differences are; with a network whose
+    values barely differ between siblings that amplifies noise into a confident target.
     """
     base = node_first[b, node]
     n = node_nkids[b, node]
@@ -116,6 +119,9 @@ def completed_q(
         hi = max(hi, q[i])
     scale = (c_visit + max_n) * c_scale
     span = max(hi - lo, 1e-8)
+    if not rescale:
+        lo = -1.0
+        span = 2.0
     for i in range(n):
         q[i] = scale * (q[i] - lo) / span
     return q
@@ -157,7 +163,7 @@ def _puct_pick(
 def _gumbel_interior_pick(
     b: int, node: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
     node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray,
-    pool_logit: np.ndarray, pool_child: np.ndarray, c_visit: float, c_scale: float,
+    pool_logit: np.ndarray, pool_child: np.ndarray, c_visit: float, c_scale: float, rescale: bool,
 ) -> int:
     """Gumbel MuZero's deterministic interior choice: argmax pi'(a) - N(a) / (1 + sum N).
 
@@ -167,7 +173,7 @@ def _gumbel_interior_pick(
     base = node_first[b, node]
     n = node_nkids[b, node]
     sq = completed_q(b, node, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                     pool_logit, pool_child, c_visit, c_scale)
+                     pool_logit, pool_child, c_visit, c_scale, rescale)
     top = NEG_INF
     for i in range(n):
         sq[i] += pool_logit[b, base + i]
@@ -198,12 +204,13 @@ def gumbel_scores(
     b: int, considered_visit: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
     node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray,
     pool_logit: np.ndarray, pool_child: np.ndarray, root_gumbel: np.ndarray, c_visit: float, c_scale: float,
+    rescale: bool,
 ) -> np.ndarray:
     """Root scores g + logit + sigma(completed Q) of the children with exactly `considered_visit` visits; -inf for the rest."""
     base = node_first[b, 0]
     n = node_nkids[b, 0]
     sq = completed_q(b, 0, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                     pool_logit, pool_child, c_visit, c_scale)
+                     pool_logit, pool_child, c_visit, c_scale, rescale)
     out = np.empty(n, np.float64)
     for i in range(n):
         c = pool_child[b, base + i]
@@ -217,7 +224,7 @@ def gumbel_scores(
 
 @njit(cache=True)
 def select_leaves(
-    active: np.ndarray, root_mode: int, c_puct: float, c_visit: float, c_scale: float,
+    active: np.ndarray, root_mode: int, c_puct: float, c_visit: float, c_scale: float, rescale: bool,
     table: np.ndarray, n_considered: np.ndarray, root_gumbel: np.ndarray,
     node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray, node_raw: np.ndarray,
     node_first: np.ndarray, node_nkids: np.ndarray, n_nodes: np.ndarray,
@@ -243,7 +250,7 @@ def select_leaves(
                     sim = min(sim, table.shape[1] - 1)
                     scores = gumbel_scores(b, table[n_considered[b], sim], node_state, node_visits, node_wred,
                                            node_raw, node_first, node_nkids, pool_logit, pool_child, root_gumbel,
-                                           c_visit, c_scale)
+                                           c_visit, c_scale, rescale)
                     pick = 0
                     best = NEG_INF
                     for i in range(scores.shape[0]):
@@ -252,7 +259,7 @@ def select_leaves(
                             pick = i
                 else:
                     pick = _gumbel_interior_pick(b, node, node_state, node_visits, node_wred, node_raw, node_first,
-                                                 node_nkids, pool_logit, pool_child, c_visit, c_scale)
+                                                 node_nkids, pool_logit, pool_child, c_visit, c_scale, rescale)
             else:
                 pick = _puct_pick(b, node, node_state, node_visits, node_wred, node_first, node_nkids,
                                   pool_logit, pool_child, c_puct)

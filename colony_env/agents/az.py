@@ -102,6 +102,8 @@ class SearchConfig:
     c_visit: float = 50.0
     """Gumbel: sigma(q) = (c_visit + max N) * c_scale * q (mctx defaults)."""
     c_scale: float = 0.1
+    rescale_q: bool = True
+    """Gumbel: map completed Q to [0, 1] by its min and max (mctx's default) rather than from [-1, 1]."""
 
     def __post_init__(self) -> None:
         if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) or self.simulations < 1:
@@ -184,8 +186,8 @@ class BatchedSearch:
 
         def step() -> None:
             nonlocal pool_action, pool_logit, pool_child
-            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.c_visit, cfg.c_scale, self._table, n_considered,
-                              root_gumbel, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.c_visit, cfg.c_scale, cfg.rescale_q, self._table,
+                              n_considered, root_gumbel, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
                               n_nodes, pool_action, pool_logit, pool_child, leaf, path, depth)
             k = _az.leaf_inputs(active, leaf, node_state, eval_index, in_states, in_obs, in_ids, in_counts)
             log_priors = np.zeros((0, 1), np.float64)
@@ -240,13 +242,13 @@ class BatchedSearch:
             action = int(actions[0])
         elif cfg.root == "gumbel":
             sigma = _az.completed_q(b, 0, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                                    pool_logit, pool_child, cfg.c_visit, cfg.c_scale)
+                                    pool_logit, pool_child, cfg.c_visit, cfg.c_scale, cfg.rescale_q)
             z = logits + sigma
             policy = np.exp(z - z.max())
             policy /= policy.sum()
             scores = _az.gumbel_scores(b, int(visits.max()), node_state, node_visits, node_wred, node_raw,
                                        node_first, node_nkids, pool_logit, pool_child, root_gumbel,
-                                       cfg.c_visit, cfg.c_scale)
+                                       cfg.c_visit, cfg.c_scale, cfg.rescale_q)
             action = int(actions[int(np.argmax(scores))])
         else:
             policy = visits / visits.sum()

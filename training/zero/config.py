@@ -34,6 +34,8 @@ class ZeroConfig:
     """torch intra-op threads per process (self-play workers and the learner)."""
     workers: int = 2
     """Self-play processes; with 2 on a 2-core machine each core plays its own share of the games."""
+    address: str = ""
+    """"" = self-play in `workers` local processes; HOST:PORT or `auto` = `workers` Ray tasks on that cluster."""
 
     # --- network ---
     channels: int = 64
@@ -60,6 +62,8 @@ class ZeroConfig:
     """Gumbel root: actions considered by sequential halving."""
     c_puct: float = 1.25
     """PUCT exploration constant (root `puct`)."""
+    rescale_q: bool = True
+    """Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1]."""
     max_plies: int = 400
     """Ply limit per game (R6.2.4)."""
     rollout_mix: float = 0.0

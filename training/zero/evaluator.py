@@ -9,6 +9,7 @@ head estimates shaped returns instead, so its values are only a rough guide.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +42,12 @@ class NetworkEvaluator:
     def _forward(self, obs_t: torch.Tensor, ids_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self._traced is None:
             # Sizes are traced as values, not constants: the trace serves every batch size and width.
-            traced = torch.jit.trace(self.model, (obs_t, ids_t), check_trace=False)
-            self._traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+            # TorchScript is deprecated in favour of torch.compile, which on this CPU gains as much for a
+            # batch but costs a compile per process and generation (docs/zero.md); say it once, in the docs.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                traced = torch.jit.trace(self.model, (obs_t, ids_t), check_trace=False)
+                self._traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
         return self._traced(obs_t, ids_t)
 
     @torch.inference_mode()

@@ -63,24 +63,25 @@ from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
+from .distributed import DistributedError, RayPool
 from .replay import ReplayBuffer, ReplayError, make_batch, remove_stray_files, shard_path, write_shard
 from .selfplay import GameData, concat, leaf_evaluator, play_games, worker_play
 
 PROG = "colony-zero"
 TRAINER = "colony-zero"
-RESUMABLE_KEYS = ("generations", "workers", "device", "torch_threads", "eval_every", "eval_games", "eval_simulations",
+RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games", "eval_simulations",
                   "eval_opponents", "parallel_games", "keep_checkpoints")
 """Settings a resumed run may change: they decide how fast or how often, not what is learned."""
 METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "red_wins", "draws", "selfplay_s",
                   "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "cpu_hours", "wall_hours",
-                  "leaf_evals_per_s")
+                  "leaf_evals_per_s", "nodes")
 EVAL_FIELDS = ("generation", "cpu_hours", "agent", "opponent", "games", "wins", "draws", "losses", "score",
                "score_lo", "score_hi", "elo", "elo_ci95")
 
 
 def search_config(cfg: ZeroConfig) -> SearchConfig:
     return SearchConfig(simulations=cfg.simulations, root=cfg.root, c_puct=cfg.c_puct,
-                        max_considered=cfg.max_considered)
+                        max_considered=cfg.max_considered, rescale_q=cfg.rescale_q)
 
 
 def game_seeds(cfg: ZeroConfig, generation: int) -> list[int]:
@@ -170,8 +171,12 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
 
 
 # --- the loop -----------------------------------------------------------------------------------
-def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, progress: bool = True) -> Path:
-    """Run (or continue) `cfg` in `run_dir`; returns the path of the latest checkpoint."""
+def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, progress: bool = True,
+          pool: cf.Executor | RayPool | None = None) -> Path:
+    """Run (or continue) `cfg` in `run_dir`; returns the path of the latest checkpoint.
+
+    `pool` runs the self-play chunks (a `RayPool` for a cluster); by default `workers` local processes.
+    """
     device = resolve_device(cfg.device)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(max(cfg.torch_threads, cfg.workers))
@@ -201,9 +206,9 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(run_dir / "tb"))
-    pool = None
-    if cfg.workers > 1:
+    if pool is None and cfg.workers > 1:
         pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
+    lost_reported = 0
     bar = tqdm(total=cfg.generations, initial=start, desc=PROG, unit="gen", disable=not progress, dynamic_ncols=True)
     latest = run_dir / "checkpoints" / "latest.pt"
     try:
@@ -229,8 +234,10 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                    "selfplay_s": round(t1 - t0, 1), "fit_s": round(t2 - t1, 1), "fit_steps": steps,
                    **{k: round(v, 4) for k, v in losses.items()},
                    "cpu_hours": round(totals["cpu_seconds"] / 3600, 4), "wall_hours": round(totals["wall_seconds"] / 3600, 4),
-                   "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1)}
+                   "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1),
+                   "nodes": pool.take_nodes() if isinstance(pool, RayPool) else 1}
             _append_csv(run_dir / "metrics.csv", METRICS_FIELDS, [row])
+            lost_reported = _report_lost_nodes(pool, lost_reported, bar)
             for k in ("policy_loss", "target_entropy", "value_loss", "game_length", "leaf_evals_per_s"):
                 writer.add_scalar(f"zero/{k}", row[k], gen)
             last = gen == cfg.generations - 1
@@ -245,6 +252,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
             bar.set_postfix(pos=len(buffer), pl=f"{losses['policy_loss']:.2f}", vl=f"{losses['value_loss']:.3f}",
                             len=row["game_length"])
             bar.update()
+        _report_lost_nodes(pool, lost_reported, bar)
     finally:
         bar.close()
         writer.close()
@@ -253,7 +261,18 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     return latest
 
 
-def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.ProcessPoolExecutor | None,
+def _report_lost_nodes(pool: object, reported: int, bar: tqdm) -> int:
+    """Say once per newly lost Ray node that it is gone (its chunks ran again elsewhere); the count said so far."""
+    if not isinstance(pool, RayPool):
+        return reported
+    lost, joined = pool.lost_nodes()
+    if lost > reported:
+        bar.write(f"{PROG}: lost {lost} of {joined} Ray nodes; their self-play chunks were played again on the "
+                  "others (same seeds, same games)", file=sys.stderr)
+    return max(lost, reported)
+
+
+def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.Executor | RayPool | None,
               device: torch.device) -> GameData:
     """One generation's games, split over the workers (each with its own search noise)."""
     seeds = game_seeds(cfg, generation)
@@ -310,11 +329,12 @@ def main(argv: list[str] | None = None) -> int:
             run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
             resume = None
         resolve_device(cfg.device)
+        pool = RayPool(cfg.address) if cfg.address else None  # joined before anything is written
         run_dir.mkdir(parents=True, exist_ok=True)
         save_config(cfg, run_dir / "config.yaml")
         print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
-        latest = train(cfg, run_dir, resume, progress=not args.no_progress)
-    except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError) as e:
+        latest = train(cfg, run_dir, resume, progress=not args.no_progress, pool=pool)
+    except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
         return _error("interrupted; continue with --resume")
