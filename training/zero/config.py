@@ -100,6 +100,8 @@ class ZeroConfig:
     """The fixed ladder the policy is evaluated against: `random`, `greedy`, `mcts:N`."""
     eval_simulations: int = 0
     """If > 0, also evaluate the search agent `az:N` with N simulations against the ladder."""
+    eval_max_plies: int = 400
+    """Ply limit of the evaluation games (R6.2.4's default), whatever `max_plies` self-play uses."""
     eval_seed: int = 1000
     """Base seed of the evaluation setups (generation g uses eval_seed + g); keep apart from card seeds."""
     keep_checkpoints: int = 3
@@ -128,13 +130,14 @@ def _check(c: ZeroConfig) -> None:
     need(c.root in ROOTS, "root", ", ".join(sorted(ROOTS)))
     for key in ("torch_threads", "workers", "channels", "blocks", "generations", "games_per_generation",
                 "parallel_games", "simulations", "max_considered", "max_plies", "replay_positions", "batch_size",
-                "eval_games"):
+                "eval_games", "eval_max_plies"):
         need(getattr(c, key) >= 1, key, "an integer >= 1")
     for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(0 <= c.seed < 2**32, "seed", "an integer in [0, 2**32)")
     need(0 <= c.eval_seed < 2**31, "eval_seed", "an integer in [0, 2**31)")
     need(c.max_plies < 2**31, "max_plies", "an integer below 2**31")
+    need(c.eval_max_plies < 2**31, "eval_max_plies", "an integer below 2**31")
     for key in ("learning_rate", "sample_reuse", "max_grad_norm"):
         v = getattr(c, key)
         need(math.isfinite(v) and v > 0, key, "a finite number > 0")

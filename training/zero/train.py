@@ -69,8 +69,8 @@ from .selfplay import GameData, concat, leaf_evaluator, play_games, worker_play
 
 PROG = "colony-zero"
 TRAINER = "colony-zero"
-RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games", "eval_simulations",
-                  "eval_opponents", "parallel_games", "keep_checkpoints")
+RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games",
+                  "eval_simulations", "eval_max_plies", "eval_opponents", "parallel_games", "keep_checkpoints")
 """Settings a resumed run may change: they decide how fast or how often, not what is learned."""
 METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "red_wins", "draws", "selfplay_s",
                   "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "cpu_hours", "wall_hours",
@@ -160,7 +160,7 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
     rows = []
     for agent in agents:
         result = evaluate([agent, *cfg.eval_opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
-                          workers=cfg.workers, schedule="gauntlet", max_plies=cfg.max_plies, progress=False)
+                          workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False)
         label = "policy" if agent.endswith(".pt") else f"az:{cfg.eval_simulations}"
         for s in result.pairs:
             rows.append({"generation": generation, "cpu_hours": round(cpu_hours, 4), "agent": label, "opponent": s.b,
