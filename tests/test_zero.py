@@ -232,3 +232,33 @@ def test_traced_evaluator_matches_eager_at_every_batch_shape():
         np.testing.assert_allclose(la, lb, atol=1e-5)
         np.testing.assert_allclose(va, vb, atol=1e-6)
     assert fast._traced is not None and eager._traced is None
+
+
+def test_ownership_targets_follow_the_movers_frame():
+    """Who controls each cell's colony at the end (R7.1), +1 for the mover, in the mover's canonical frame."""
+    from training.augment import AUG_SYMS
+    from training.zero.selfplay import ownership
+
+    for seed in range(40):
+        _, final = random_game(seed)
+        if any(c.controller is not None for c in ce.colonies(final)):
+            break
+    else:
+        pytest.fail("no random game with a controlled colony")
+    red_pos, blue_pos = final._a.copy(), final._a.copy()
+    red_pos[I_TO_MOVE], blue_pos[I_TO_MOVE] = 0, 1
+    own = ownership(np.stack([red_pos, blue_pos]).astype(np.int32), final)
+    assert own.dtype == np.int8 and own.shape == (2, 100)
+    for colony in ce.colonies(final):
+        mark = 0 if colony.controller is None else (1 if int(colony.controller) == 0 else -1)
+        for r, c in colony.cells:
+            assert own[0, r * 10 + c] == mark  # red's frame is the board
+            assert own[1, c * 10 + r] == -mark  # blue's is the transposed board, and blue's sign
+    assert np.count_nonzero(own[0]) == sum(c.size for c in ce.colonies(final) if c.controller is not None)
+    for colour, row in ((0, own[0]), (1, own[1])):  # lines up with the planes the network sees, in every symmetry
+        planes = encode_observation(ce.engine._wrap(final._a.copy()), colour)
+        occupied = planes[:8].sum(axis=0).reshape(-1) > 0
+        assert np.all(occupied[row != 0])
+        for sym in AUG_SYMS:
+            gather = symmetry.CELL_GATHER[sym]
+            assert np.all(occupied[gather][row[gather] != 0])

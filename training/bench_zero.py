@@ -137,8 +137,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
 
     variants.append(("eager, inference_mode", plain))
     variants.append(("no_grad", no_grad))
-    cl_model = PolicyValueNet(model.in_channels, model.channels, model.blocks, model.heuristic_prior,
-                              model.target_features)
+    cl_model = model.blank_copy()
     cl_model.load_state_dict(model.state_dict())
     cl_model = cl_model.to(memory_format=torch.channels_last).eval()
     obs_cl = obs_t.contiguous(memory_format=torch.channels_last)

@@ -199,7 +199,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 _ARCH_INTS = ("in_channels", "channels", "blocks")
 
 
-def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[int, int, int, bool, bool]:
+def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[int, int, int, bool, bool, bool]:
     """PolicyValueNet's arguments from a checkpoint's `architecture`, bounded by the stored tensors.
 
     No declared size may exceed what the file holds (a block has tensors of its own, a channel
@@ -215,7 +215,8 @@ def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[in
             f"checkpoint architecture {str(arch)[:120]} does not match its weights: they hold {len(stored)} tensors "
             f"of at most {largest_dim} channels"
         )
-    return in_channels, channels, blocks, bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0))
+    return (in_channels, channels, blocks, bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)),
+            bool(arch.get("ownership_head", 0)))
 
 
 def build_model(data: dict[str, Any]) -> PolicyValueNet:

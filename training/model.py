@@ -73,13 +73,18 @@ class PolicyValueNet(nn.Module):
     """
 
     def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False,
-                 target_features: bool = False) -> None:
+                 target_features: bool = False, ownership_head: bool = False) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.channels = channels
         self.blocks = blocks
         self.heuristic_prior = heuristic_prior
         self.target_features = target_features
+        self.ownership_head = ownership_head
+        # KataGo's ownership target, here: who controls the colony each cell ends the game in (R7.1), from the
+        # mover's view. A dense auxiliary target (100 labels per position instead of one result) for the trunk;
+        # play never reads it.
+        self.ownership = nn.Conv2d(channels, 1, 1) if ownership_head else None
         # Per-plane projection of the trunk features at the action's TARGET cell (see `_target_cells`),
         # added to the source-cell logit: whether a move connects depends on where it lands, which the
         # source cell's receptive field (a few cells) often does not see. No bias: policy_planes has one.
@@ -105,14 +110,23 @@ class PolicyValueNet(nn.Module):
         nn.init.zeros_(self.value_out.bias)
 
     def _trunk(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._trunk_features(obs)[:2]
+
+    def _trunk_features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         x = self.trunk(F.relu(self.stem(obs)))
         v = F.relu(self.value_conv(x))
         v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
-        return F.relu(self.policy_conv(x)), value
+        return F.relu(self.policy_conv(x)), value, x
 
-    def forward(self, obs: torch.Tensor, action_ids: torch.Tensor,
-                action_features: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def ownership_logits(self, obs: torch.Tensor) -> torch.Tensor:
+        """float[B, 100]: the ownership head before tanh (cell-major, the observation's frame)."""
+        if self.ownership is None:
+            raise ValueError("this network has no ownership head (ownership_head=False)")
+        return self.ownership(self._trunk_features(obs)[2]).flatten(1)
+
+    def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,
+                with_ownership: bool = False) -> tuple[torch.Tensor, ...]:
         """Logits of the given actions only, and the value.
 
         obs float[B, C, 10, 10], action_ids int64[B, L] (R8 ids; padding entries may hold any
@@ -121,9 +135,9 @@ class PolicyValueNet(nn.Module):
         Evaluating the 1x1 policy conv only at the (cell, plane) pairs of the legal actions
         gives the same numbers as `full_logits` at those ids, but costs O(L) instead of
         O(16001) per position; with ~70 legal actions out of 16,001 that is what makes
-        CPU training fast.
+        CPU training fast. `with_ownership` adds the ownership head's logits float[B, 100].
         """
-        p, value = self._trunk(obs)
+        p, value, x = self._trunk_features(obs)
         b, c = p.shape[:2]
         feats = p.reshape(b, c, -1).transpose(1, 2)  # [B, 100, C]
         ids = action_ids.long()
@@ -143,6 +157,10 @@ class PolicyValueNet(nn.Module):
             if action_features is None:
                 raise ValueError("this network adds a heuristic prior: pass action_features (teacher.greedy_action_features)")
             logits = logits + self.prior_weight * action_features
+        if with_ownership:
+            if self.ownership is None:
+                raise ValueError("this network has no ownership head (ownership_head=False)")
+            return logits, value, self.ownership(x).flatten(1)
         return logits, value
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
@@ -166,11 +184,13 @@ class PolicyValueNet(nn.Module):
     def architecture(self) -> dict[str, int]:
         """What is needed to rebuild this network (stored in checkpoints)."""
         return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
-                "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features)}
+                "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features),
+                "ownership_head": int(self.ownership_head)}
 
     def blank_copy(self) -> "PolicyValueNet":
         """A new network of the same architecture (fresh weights), e.g. for a pool opponent."""
-        return PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features)
+        return PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features,
+                              self.ownership_head)
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly

@@ -44,6 +44,8 @@ class ZeroConfig:
     """Residual blocks in the trunk."""
     target_features: bool = True
     """Landing-cell projection in the policy head (training/model.py)."""
+    ownership_head: bool = True
+    """An auxiliary head fitted to who controls each cell's colony at the end (a new network only)."""
     init_from: str = ""
     """Start from this checkpoint's weights (any colony checkpoint; its architecture wins); "" = random weights."""
 
@@ -84,6 +86,8 @@ class ZeroConfig:
     """Adam(W) weight decay."""
     value_loss_coef: float = 1.0
     """Weight of the value loss (MSE of tanh(value) against the target)."""
+    ownership_loss_coef: float = 0.5
+    """Weight of the ownership loss (MSE of tanh per cell against -1/0/+1), if the network has the head."""
     root_value_mix: float = 0.0
     """Value target = (1 - mix) * game outcome + mix * the search's root value."""
     augment_symmetry: bool = True
@@ -141,7 +145,7 @@ def _check(c: ZeroConfig) -> None:
     for key in ("learning_rate", "sample_reuse", "max_grad_norm"):
         v = getattr(c, key)
         need(math.isfinite(v) and v > 0, key, "a finite number > 0")
-    for key in ("weight_decay", "value_loss_coef", "c_puct"):
+    for key in ("weight_decay", "value_loss_coef", "ownership_loss_coef", "c_puct"):
         v = getattr(c, key)
         need(math.isfinite(v) and v >= 0, key, "a finite number >= 0")
     need(0.0 <= c.root_value_mix <= 1.0, "root_value_mix", "a number in [0, 1]")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from colony_env.constants import I_TO_MOVE
+from colony_env.constants import I_TO_MOVE, N_CELLS
 from colony_env.observation import OBS_SHAPE, encode_into
 
 from ..runlog import atomic_write_bytes
@@ -44,7 +44,9 @@ def write_shard(path: Path, data: GameData) -> None:
 def read_shard(path: Path) -> GameData:
     try:
         with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in ARRAY_FIELDS}
+            arrays = {k: z[k] for k in ARRAY_FIELDS if k in z.files}
+            if "ownership" not in arrays:  # shards written before the ownership target existed
+                arrays["ownership"] = np.zeros((arrays["states"].shape[0], N_CELLS), np.int8)
             data = GameData(**arrays, cpu_seconds=float(z["cpu_seconds"]), leaf_evaluations=int(z["leaf_evaluations"]))
     except (OSError, ValueError, KeyError, EOFError) as e:
         raise ReplayError(f"replay shard {str(path)!r} is unreadable ({type(e).__name__}); delete it to replay that generation") from None
@@ -121,7 +123,9 @@ def encode_batch(states: np.ndarray, out: np.ndarray) -> None:
 
 def make_batch(data: GameData, idx: np.ndarray, root_value_mix: float
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(states, planes, ids int64[B, W], target probs float32[B, W], valid bool[B, W], value targets) for rows idx."""
+    """(states, planes, ids int64[B, W], target probs float32[B, W], valid bool[B, W], value targets) for rows idx.
+
+    The ownership targets of the same rows are `data.ownership[idx]`."""
     states = np.ascontiguousarray(data.states[idx])
     obs = np.empty((len(idx), *OBS_SHAPE), np.float32)
     encode_batch(states, obs)

@@ -21,7 +21,7 @@ import torch
 import colony_env as ce
 from colony_env import symmetry
 from colony_env.agents.az import BatchedSearch, RolloutMixEvaluator, SearchConfig
-from colony_env.constants import END_REASONS, I_TO_MOVE, STATE_LEN
+from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
 
 from ..model import PolicyValueNet
 from .evaluator import NetworkEvaluator
@@ -42,6 +42,7 @@ class GameData:
     game_lengths: np.ndarray  # int32[G]
     game_reasons: np.ndarray  # int8[G] 1 + index into END_REASONS
     game_winners: np.ndarray  # int8[G] 0 red, 1 blue, -1 draw
+    ownership: np.ndarray  # int8[P, 100] final controller of each cell's colony, mover's view, canonical frame
     cpu_seconds: float = 0.0
     leaf_evaluations: int = 0
 
@@ -54,7 +55,7 @@ class GameData:
 
 
 ARRAY_FIELDS = ("states", "target_ids", "target_probs", "offsets", "outcome", "root_value", "game_lengths",
-                "game_reasons", "game_winners")
+                "game_reasons", "game_winners", "ownership")
 
 
 def concat(parts: Sequence[GameData]) -> GameData:
@@ -71,6 +72,8 @@ def concat(parts: Sequence[GameData]) -> GameData:
         offsets=np.concatenate(offs), outcome=cat("outcome", np.float32), root_value=cat("root_value", np.float32),
         game_lengths=cat("game_lengths", np.int32), game_reasons=cat("game_reasons", np.int8),
         game_winners=cat("game_winners", np.int8),
+        ownership=np.concatenate([p.ownership for p in parts]).astype(np.int8) if parts
+        else np.zeros((0, N_CELLS), np.int8),
         cpu_seconds=sum(p.cpu_seconds for p in parts), leaf_evaluations=sum(p.leaf_evaluations for p in parts),
     )
 
@@ -82,6 +85,22 @@ def outcomes(states: np.ndarray, final: ce.GameState) -> np.ndarray:
     """
     red, blue = final.rewards()
     return np.where(states[:, I_TO_MOVE] == 0, red, blue).astype(np.float32)
+
+
+def ownership(states: np.ndarray, final: ce.GameState) -> np.ndarray:
+    """int8[P, 100]: for each packed state, who controls the colony each cell ends the game in (R7.1).
+
+    +1 the colour to move in that state, -1 the other, 0 no colony or nobody controls it; in
+    that state's canonical frame (blue's view is the transposed board, as in its observation
+    planes), so the target lines up cell for cell with what the network sees.
+    """
+    board = np.zeros(N_CELLS, np.int8)
+    for colony in ce.colonies(final):
+        if colony.controller is not None:
+            for r, c in colony.cells:
+                board[r * BOARD_SIZE + c] = 1 if int(colony.controller) == 0 else -1
+    blue_view = -board.reshape(BOARD_SIZE, BOARD_SIZE).T.reshape(-1)
+    return np.where((states[:, I_TO_MOVE] == 0)[:, None], board[None, :], blue_view[None, :]).astype(np.int8)
 
 
 def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
@@ -127,6 +146,7 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
             root_value=np.asarray(g["values"], np.float32), game_lengths=np.array([final.ply], np.int32),
             game_reasons=np.array([END_REASON_CODES[final.end_reason]], np.int8),
             game_winners=np.array([-1 if winner is None else int(winner)], np.int8),
+            ownership=ownership(states, final),
         ))
     data = concat(parts)
     data.cpu_seconds = time.process_time() - cpu0
@@ -139,7 +159,8 @@ def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: l
     """Entry point of a self-play process: rebuild the network from plain data and play."""
     torch.set_num_threads(threads)
     model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
-                           bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)))
+                           bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)),
+                           bool(arch.get("ownership_head", 0)))
     model.load_state_dict(weights)
     return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed), search_config, seeds, parallel,
                       max_plies, np.random.default_rng(rng_seed))

@@ -43,6 +43,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from colony_env import symmetry
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
@@ -73,8 +74,8 @@ RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads"
                   "eval_simulations", "eval_max_plies", "eval_opponents", "parallel_games", "keep_checkpoints")
 """Settings a resumed run may change: they decide how fast or how often, not what is learned."""
 METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "red_wins", "draws", "selfplay_s",
-                  "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "cpu_hours", "wall_hours",
-                  "leaf_evals_per_s", "nodes")
+                  "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "ownership_loss", "cpu_hours",
+                  "wall_hours", "leaf_evals_per_s", "nodes")
 EVAL_FIELDS = ("generation", "cpu_hours", "agent", "opponent", "games", "wins", "draws", "losses", "score",
                "score_lo", "score_hi", "elo", "elo_ci95")
 
@@ -94,23 +95,33 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         rng: np.random.Generator, device: torch.device) -> dict[str, float]:
     """`steps` Adam steps on minibatches of `data`; mean policy loss, target entropy and value loss."""
     model.train()
-    sums = {"policy_loss": 0.0, "target_entropy": 0.0, "value_loss": 0.0}
+    sums = {"policy_loss": 0.0, "target_entropy": 0.0, "value_loss": 0.0, "ownership_loss": 0.0}
     n = data.n_positions
+    with_own = model.ownership_head
     for _ in range(steps):
         idx = rng.integers(n, size=min(cfg.batch_size, n))
         states, obs, ids, probs, valid, z = make_batch(data, idx, cfg.root_value_mix)
+        own = data.ownership[idx]
         if cfg.augment_symmetry:
-            obs, ids = augment(obs, ids, rng.choice(AUG_SYMS, size=len(idx)))
+            syms = rng.choice(AUG_SYMS, size=len(idx))
+            obs, ids = augment(obs, ids, syms)
+            own = np.take_along_axis(own, symmetry.CELL_GATHER[syms], axis=1)  # moved with the planes
         feats = None
         if model.heuristic_prior:
             feats = torch.from_numpy(greedy_action_features(states, np.arange(len(idx)), ids.shape[1])).to(device)
-        logits, value = model(torch.from_numpy(np.ascontiguousarray(obs)).to(device), torch.from_numpy(ids).to(device), feats)
+        out = model(torch.from_numpy(np.ascontiguousarray(obs)).to(device), torch.from_numpy(ids).to(device), feats,
+                    with_ownership=with_own)
+        logits, value = out[0], out[1]
         valid_t = torch.from_numpy(valid).to(device)
         p = torch.from_numpy(probs).to(device)
         logp = masked_log_probs(logits, valid_t)
         policy_loss = -(torch.where(valid_t, p * logp, torch.zeros_like(logp))).sum(-1).mean()
         value_loss = ((torch.tanh(value) - torch.from_numpy(z).to(device)) ** 2).mean()
         loss = policy_loss + cfg.value_loss_coef * value_loss
+        if with_own:
+            own_loss = ((torch.tanh(out[2]) - torch.from_numpy(own.astype(np.float32)).to(device)) ** 2).mean()
+            loss = loss + cfg.ownership_loss_coef * own_loss
+            sums["ownership_loss"] += float(own_loss.detach())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
@@ -190,7 +201,8 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         model = build_model(read_checkpoint(cfg.init_from)).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
     else:
-        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features).to(device)
+        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features,
+                               cfg.ownership_head).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
     totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
