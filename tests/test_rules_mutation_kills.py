@@ -8,6 +8,7 @@ from __future__ import annotations
 from helpers import act, assert_illegal, assert_legal, pos
 
 import colony_env as ce
+from colony_env import _core
 
 # --- R4.2.2: the landing cell must be king-adjacent to a *connected* satellite of the mover.
 # The colony b3 f5 - r2 g5 - b2 h5 sits East of the landing cell e5 (b1, unconnected);
@@ -252,3 +253,63 @@ def test_r4_2_2_a_connected_satellite_of_the_mover_on_the_corner_cell_counts():
     s = pos("r1 b2\nb3 b1\n.\n.\n.\n.  r4")
     after = assert_legal(s, act(s, "b5-b9>c8"))
     assert after.board[1, 1] == 4 and after.board[2, 2] == -1
+
+
+# --- R8: the two ends of the action space (mutations of action_code's range check).
+# Id 0 is the move (a10, North, 1): an id like any other, never legal because it leaves the
+# board (R4.1), and the error says so rather than "outside the action space".
+def test_r8_id_0_is_a_move_and_refused_as_off_the_board():
+    s = pos("r1\n.\n.\n.\n.\n.\n.\n.\n.\n.  .  .  .  .  .  .  .  .  b1")
+    assert_illegal(s, 0, "off the board", "R4.1")
+
+
+def test_r8_the_kernel_refuses_ids_outside_the_action_space():
+    # Compiled agents call the kernel without the engine's range check. Read as a move, -1 would
+    # wrap around to j1 North-West 4 (legal for r4 on j1: f5 is empty), and 16001 to a pass-like id.
+    s = pos("r1\n.\n.\n.\n.\n.\n.\n.\n.\nb1 .  .  .  .  .  .  .  .  r4")
+    assert ce.is_legal(s, act(s, "j1-f5"))
+    a = s.to_array()
+    assert _core.action_code(a, -1) == _core.E_RANGE
+    assert _core.action_code(a, ce.N_ACTIONS) == _core.E_RANGE
+    assert not ce.is_legal(s, -1) and not ce.is_legal(s, ce.N_ACTIONS)
+
+
+# --- R4.3 while connections are still locked (mutation: the pass check generating every
+# move instead of stopping at the first). r1 on a10 and b1 on j1 hold all four edges.
+def test_r4_3_pass_is_illegal_while_locked_if_a_move_exists():
+    s = pos("r1\n.\n.\n.\n.\n.\n.\n.\n.\n.  .  .  .  .  .  .  .  .  b1", unlocked=False)
+    assert len(ce.legal_actions(s)) > 1 and ce.PASS_ACTION not in ce.legal_actions(s)
+    assert_illegal(s, ce.PASS_ACTION, "R4.3")
+
+
+def test_r4_3_pass_is_legal_while_locked_if_nothing_else_is():
+    s = pos("r1\nb2\n.\n.\n.\n.\n.\n.\n.\n.  .  .  .  .  .  .  .  .  b1", unlocked=False)  # r1 connected (R3.2)
+    assert list(ce.legal_actions(s)) == [ce.PASS_ACTION]
+    after = assert_legal(s, ce.PASS_ACTION)
+    assert after.passes == 1 and str(after.to_move) == "blue"
+
+
+# --- R4.3 when a displacement is legal (mutations of the pass check's early stop). r1 on a10
+# can only displace b1 (b9, unconnected) next to the colony b2 c9 - r2 c10 - b3 d10: its moves to
+# b10 and a9 are connection moves that break R5.1 (r1 beside the connected r2; b1, newly
+# connected, beside the connected b2).
+ONLY_DISPLACEMENT = """
+r1 .  r2 b3
+.  b1 b2
+"""
+
+
+def test_r4_3_pass_is_illegal_when_only_a_displacement_is_legal():
+    s = pos(ONLY_DISPLACEMENT)
+    assert_illegal(s, act(s, "a10-b10"), "R5.1")
+    assert_illegal(s, act(s, "a10-a9"), "R5.1")
+    legal = ce.legal_actions(s)
+    assert len(legal) > 0 and all(">" in ce.action_to_str(int(a), s) for a in legal)
+    assert_legal(s, act(s, "a10-b9>a10"))
+    assert_illegal(s, ce.PASS_ACTION, "R4.3")
+
+
+def test_r4_3_pass_is_illegal_when_a_move_and_a_displacement_are_legal():
+    s = pos(ONLY_DISPLACEMENT + ".\n.\n.\n.\n.\n.\n.\n.  .  .  .  .  .  .  .  .  r1")  # r1 on j1 adds moves
+    assert ce.is_legal(s, act(s, "j1-i1")) and ce.is_legal(s, act(s, "a10-b9>a10"))
+    assert_illegal(s, ce.PASS_ACTION, "R4.3")
