@@ -9,6 +9,7 @@ from helpers import act, assert_illegal, assert_legal, pos
 
 import colony_env as ce
 from colony_env import _core
+from colony_env.constants import N_CELLS
 
 # --- R4.2.2: the landing cell must be king-adjacent to a *connected* satellite of the mover.
 # The colony b3 f5 - r2 g5 - b2 h5 sits East of the landing cell e5 (b1, unconnected);
@@ -313,3 +314,23 @@ def test_r4_3_pass_is_illegal_when_a_move_and_a_displacement_are_legal():
     s = pos(ONLY_DISPLACEMENT + ".\n.\n.\n.\n.\n.\n.\n.  .  .  .  .  .  .  .  .  r1")  # r1 on j1 adds moves
     assert ce.is_legal(s, act(s, "j1-i1")) and ce.is_legal(s, act(s, "a10-b9>a10"))
     assert_illegal(s, ce.PASS_ACTION, "R4.3")
+
+
+# --- R3.4: the kernel's colony table carries each colony's size (mutation: the size written
+# into the red-total column, which then overwrites it). The engine counts a colony's cells
+# itself, but compiled code (the search agent's crown bonus) reads the size from the table.
+def test_r3_4_the_colony_table_gives_each_colony_its_size():
+    s = pos("r1 b1 r1 b1 r2 b2\n.\nr4 b1 r2")  # a crowned colony of 6 and a colony of 3
+    cols = ce.colonies(s)
+    assert [(c.size, c.crowned) for c in cols] == [(6, True), (3, False)]
+    table = _core.colony_table(s.to_array()[:N_CELLS])
+    assert [[int(v) for v in row[1:]] for row in table] == [[6, 4, 4, -1], [3, 6, 1, 0]]
+
+
+# --- R3.1: the connected mask's format is part of the contract (mutation: built as floats).
+def test_r3_1_connected_mask_is_a_bool_board():
+    s = pos("r1 b1\n.  .  r2")
+    mask = ce.connected_mask(s)
+    assert mask.dtype == bool and mask.shape == (10, 10)
+    assert list(zip(*mask.nonzero())) == [(0, 0), (0, 1)]  # r2 on c8 touches nothing
+    assert s.board[mask].tolist() == [1, -1]
