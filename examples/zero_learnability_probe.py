@@ -46,7 +46,8 @@ def fit(data: GameData, steps: int, seed: int, label: str) -> None:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     order = rng.permutation(data.n_positions)
-    test, train = order[:HELD_OUT], order[HELD_OUT:]
+    held_out = max(1, min(HELD_OUT, data.n_positions // 5))  # a tiny run keeps most of its positions to fit
+    test, train = order[:held_out], order[held_out:]
     model = PolicyValueNet(OBS_CHANNELS, 32, 2, False, True)
     opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=1e-4)
 
@@ -61,7 +62,7 @@ def fit(data: GameData, steps: int, seed: int, label: str) -> None:
         return ce, (logp.argmax(-1) == p.argmax(-1)).float().mean()
 
     for step in range(steps + 1):
-        if step % 100 == 0:
+        if step % 100 == 0 or step == steps:
             with torch.no_grad():
                 ce, top1 = loss(test, False)
             print(f"{label:>14}  step {step:4d}  held-out cross-entropy {float(ce):.3f}  top-1 {float(top1):.3f}", flush=True)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,7 @@ from training.zero.plot import plot_runs
 from training.zero.replay import ReplayBuffer, ReplayError, make_batch, read_shard, shard_path, write_shard
 from training.zero.selfplay import outcomes, play_games
 
+REPO = Path(__file__).resolve().parents[1]
 TINY = ["--channels", "8", "--blocks", "1", "--games-per-generation", "4", "--parallel-games", "4",
         "--simulations", "4", "--max-considered", "4", "--workers", "1", "--max-plies", "40", "--eval-games", "2",
         "--eval-every", "0", "--batch-size", "32", "--keep-checkpoints", "1"]
@@ -159,6 +162,11 @@ def test_tiny_run_resume_and_evaluate(tmp_path, capsys):
     assert "az:4:puct" in capsys.readouterr().out
     png = plot_runs([run], tmp_path / "curve.png")
     assert png.stat().st_size > 10_000
+    # the learnability probe (examples/) reads the run's shards and fits both targets
+    probe = subprocess.run([sys.executable, str(REPO / "examples" / "zero_learnability_probe.py"), str(run),
+                            "--steps", "2"], capture_output=True, text=True, check=False, cwd=REPO)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert "greedy one-hot  step    0" in probe.stdout and "search targets  step    2" in probe.stdout
 
 
 @pytest.mark.parametrize("argv, message", [
