@@ -130,23 +130,30 @@ def run_scenario(out: Path) -> None:
 
 
 # --- the test ----------------------------------------------------------------------------------------
-def test_two_node_loopback_cluster_run_survives_a_lost_node(tmp_path):
-    proc = subprocess.Popen([sys.executable, __file__, str(tmp_path)], stdout=subprocess.PIPE,
+def run_scenario_child(script: str, out: Path, timeout_s: float) -> dict:
+    """Run `python SCRIPT OUT` in its own process group (killed whole if it overruns); its result.json."""
+    proc = subprocess.Popen([sys.executable, script, str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        log, _ = proc.communicate(timeout=SCENARIO_TIMEOUT_S)
+        log, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the scenario, its nodes and drivers: nothing outlives the test
         log, _ = proc.communicate()
-        raise AssertionError(f"the cluster scenario overran {SCENARIO_TIMEOUT_S} s; its log ends:\n{log[-3000:]}")
+        raise AssertionError(f"the cluster scenario overran {timeout_s} s; its log ends:\n{log[-3000:]}") from None
     assert proc.returncode == 0, log[-5000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    return json.loads((out / "result.json").read_text())
 
-    # Loopback only: every listening port and every connection of the cluster and the driver.
-    sockets = result["sockets"]
+
+def assert_loopback_only(sockets: dict[str, list[str]]) -> None:
+    """Every listening port and every connection of the cluster and the driver is on loopback."""
     assert sockets["listen"], "no listening socket found: the check would pass vacuously"
     assert [s for s in sockets["listen"] if not _is_loopback(s.split()[-1].rsplit(":", 1)[0])] == []
     assert [s for s in sockets["remote"] if not _is_loopback(s.split()[-1].rsplit(":", 1)[0])] == []
+
+
+def test_two_node_loopback_cluster_run_survives_a_lost_node(tmp_path):
+    result = run_scenario_child(__file__, tmp_path, SCENARIO_TIMEOUT_S)
+    assert_loopback_only(result["sockets"])
 
     # The run used both nodes, lost the worker node's runner, and finished every iteration.
     run = result["run"]

@@ -19,13 +19,12 @@ import csv
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from test_cluster_rllib import _is_loopback, _sockets
+from test_cluster_rllib import _sockets, assert_loopback_only, run_scenario_child
 
 SCENARIO_TIMEOUT_S = 420
 GENERATIONS = 4
@@ -85,22 +84,9 @@ def run_scenario(out: Path) -> None:
 
 
 def test_zero_self_play_on_a_two_node_loopback_cluster_survives_a_lost_node(tmp_path):
-    proc = subprocess.Popen([sys.executable, __file__, str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        log, _ = proc.communicate(timeout=SCENARIO_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        log, _ = proc.communicate()
-        raise AssertionError(f"the cluster scenario overran {SCENARIO_TIMEOUT_S} s; its log ends:\n{log[-3000:]}")
-    assert proc.returncode == 0, log[-5000:]
-    result = json.loads((tmp_path / "result.json").read_text())
+    result = run_scenario_child(__file__, tmp_path, SCENARIO_TIMEOUT_S)
     assert result.get("killed"), result["run"]["stderr"]
-
-    sockets = result["sockets"]
-    assert sockets["listen"], "no listening socket found: the check would pass vacuously"
-    assert [s for s in sockets["listen"] if not _is_loopback(s.split()[-1].rsplit(":", 1)[0])] == []
-    assert [s for s in sockets["remote"] if not _is_loopback(s.split()[-1].rsplit(":", 1)[0])] == []
+    assert_loopback_only(result["sockets"])
 
     run = result["run"]
     assert run["rc"] == 0, run["stderr"]
