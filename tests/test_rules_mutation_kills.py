@@ -5,11 +5,14 @@ by one colour) and a twin that must not, differing in the one detail the rule is
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from helpers import act, assert_illegal, assert_legal, pos
 
 import colony_env as ce
 from colony_env import _core
-from colony_env.constants import N_CELLS
+from colony_env.constants import N_CELLS, SATELLITE_VALUES, STATE_DTYPE, STATE_LEN
+from colony_env.engine import setup_game
 
 # --- R4.2.2: the landing cell must be king-adjacent to a *connected* satellite of the mover.
 # The colony b3 f5 - r2 g5 - b2 h5 sits East of the landing cell e5 (b1, unconnected);
@@ -334,3 +337,73 @@ def test_r3_1_connected_mask_is_a_bool_board():
     assert mask.dtype == bool and mask.shape == (10, 10)
     assert list(zip(*mask.nonzero())) == [(0, 0), (0, 1)]  # r2 on c8 touches nothing
     assert s.board[mask].tolist() == [1, -1]
+
+
+# --- engine.py: what the public constructors accept, and what their errors say (R9.1 asks for
+# "an error naming the field"). Messages are compared whole, so a changed word or number fails.
+def _error(make) -> str:
+    with pytest.raises(ValueError) as info:
+        make()
+    return str(info.value)
+
+
+def test_r9_packed_states_are_checked_and_converted():
+    s = pos("r1 b1\n.  .  r2")
+    assert ce.GameState.from_array(s.to_array().astype(np.int64)) == s  # any integer vector is converted
+    assert (
+        _error(lambda: ce.GameState(np.zeros(STATE_LEN + 1, STATE_DTYPE)))
+        == "packed state must be int32[108], got int32[109]"
+    )
+    assert (
+        _error(lambda: ce.GameState(np.zeros(STATE_LEN, np.int64))) == "packed state must be int32[108], got int64[108]"
+    )
+    assert repr(s) == "<GameState ply=0 red to move>" and repr(pos("r1", passes=2)) == "<GameState ply=0 over:passes>"
+
+
+def test_r6_2_4_max_plies_may_be_1_but_not_a_bool():
+    assert ce.new_game(0, max_plies=1).max_plies == 1
+    assert _error(lambda: ce.new_game(0, max_plies=True)) == "max_plies must be an int in 1..2147483647, got True"
+
+
+def test_r2_2_setup_orders_must_be_permutations_of_the_twelve_values():
+    values = list(SATELLITE_VALUES)
+    assert setup_game(values[::-1], values).board[0, 2] == 4  # red's first start cell is c10 (R2.3)
+    assert _error(lambda: setup_game(values, [1] * 12)) == (
+        "blue_values must be an ordering of [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4] (R2.2), got [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"
+    )
+    assert _error(lambda: setup_game("abc", values)).startswith("red_values must be an ordering of [1, 1, 1, 2")
+    assert _error(lambda: setup_game([2] + values[1:], values)).startswith("red_values must be")
+
+
+def test_r9_1_a_state_must_be_a_dict():
+    assert _error(lambda: ce.GameState.from_dict([])) == "a state must be a dict (R9), got list"
+
+
+R9_1_ERRORS = [
+    # R5.1 with values whose product is 1, and on the last column and the last two rows
+    ("b1 r1 r1 b1", "field 'board': connected satellites of the same colour touch at (0, 1) and (0, 2) (R5.1)"),
+    (
+        ".  .  .  .  .  .  .  b1 r1 r1\n.  .  .  .  .  .  .  .  .  b1",
+        "field 'board': connected satellites of the same colour touch at (0, 8) and (0, 9) (R5.1)",
+    ),
+    (
+        ".\n.\n.\n.\n.\n.\n.\n.\n.  .  b1 r2\n.  .  .  r1 b1",
+        "field 'board': connected satellites of the same colour touch at (8, 3) and (9, 3) (R5.1)",
+    ),
+    # the value count for values 3 and 4 too
+    ("r4 .  r4 .  r4 .  r4", "field 'board': red has 4 satellites of value 4, at most 3 allowed"),
+    ("b3 .  b3 .  b3 .  b3", "field 'board': blue has 4 satellites of value 3, at most 3 allowed"),
+]
+
+
+@pytest.mark.parametrize("diagram,message", R9_1_ERRORS)
+def test_r9_1_invalid_boards_are_rejected_with_the_exact_reason(diagram, message):
+    assert _error(lambda: pos(diagram)) == message
+
+
+def test_r9_1_a_board_row_of_the_wrong_length_is_rejected():
+    d = pos("r1").to_dict()
+    d["board"][0] += ".."
+    assert _error(lambda: ce.GameState.from_dict(d)) == (
+        "field 'board' row 0 must be a string of 20 chars, got 'r1....................'"
+    )
