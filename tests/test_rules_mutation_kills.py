@@ -407,3 +407,58 @@ def test_r9_1_a_board_row_of_the_wrong_length_is_rejected():
     assert _error(lambda: ce.GameState.from_dict(d)) == (
         "field 'board' row 0 must be a string of 20 chars, got 'r1....................'"
     )
+
+
+def test_r8_ids_outside_the_action_space_are_refused_by_the_engine():
+    s = pos("r1")
+    assert _error(lambda: ce.apply_action(s, ce.N_ACTIONS)) == "action 16001 is outside the action space 0..16000 (R8)"
+    assert _error(lambda: ce.apply_action(s, -1)) == "action -1 is outside the action space 0..16000 (R8)"
+    assert _error(lambda: ce.apply_action(s, "x")) == "action must be an integer id in 0..16000 (R8), got 'x'"
+
+
+R9_1_FIELD_ERRORS = [
+    ({"to_move": "green"}, "field 'to_move' must be 'red' or 'blue', got 'green'"),
+    ({"finished": "purple"}, "field 'finished' must be null, 'red' or 'blue', got 'purple'"),
+    (
+        {"unlocked": False},
+        "field 'unlocked' is false but an edge is empty; the flag is set as soon as one is (R3.5)",
+    ),
+]
+
+
+@pytest.mark.parametrize("change,message", R9_1_FIELD_ERRORS)
+def test_r9_1_invalid_fields_are_rejected_with_the_exact_reason(change, message):
+    d = dict(pos("r1").to_dict(), **change)
+    assert _error(lambda: ce.GameState.from_dict(d)) == message
+
+
+# R6.3 in a loaded state: "finished" needs all 12 satellites of that colour on the board *and*
+# connected; and in a game that goes on, a colour with all 12 connected must be marked finished.
+TWELVE_BLUE_ONE_CONNECTED = "b1 r1\n.\nb1 .  b1 .  b2 .  b2 .  b2\n.\nb3 .  b3 .  b3 .  b4 .  b4\n.\nb4"
+TWELVE_RED_CONNECTED = """
+.
+r1 b1 r1 b1 r1 b1
+.
+r2 b2 r2 b2 r2 b2
+.
+r3 b3 r3 b3 r3 b3
+.
+.  r4 b4 r4
+.  .  r4
+"""
+
+
+def test_r6_3_a_loaded_finished_player_has_all_twelve_connected():
+    s = pos(TWELVE_BLUE_ONE_CONNECTED)
+    assert ce.connected_counts(s) == (1, 1) and int((s.board < 0).sum()) == 12
+    assert _error(lambda: pos(TWELVE_BLUE_ONE_CONNECTED, finished="blue")) == (
+        "field 'finished' is 'blue' but blue has 1 of 12 satellites connected; finished needs all 12 (R6.3)"
+    )
+
+
+def test_r6_3_a_loaded_game_with_twelve_connected_names_the_finished_player():
+    s = pos(TWELVE_RED_CONNECTED, to_move="blue", finished="red", grace_left=3)
+    assert ce.connected_counts(s) == (12, 10) and not s.is_over
+    assert _error(lambda: pos(TWELVE_RED_CONNECTED)) == (
+        "field 'finished' is null but red has all 12 satellites connected, so red is finished (R6.3)"
+    )
