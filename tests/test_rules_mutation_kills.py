@@ -360,8 +360,12 @@ def test_r9_packed_states_are_checked_and_converted():
     assert repr(s) == "<GameState ply=0 red to move>" and repr(pos("r1", passes=2)) == "<GameState ply=0 over:passes>"
 
 
-def test_r6_2_4_max_plies_may_be_1_but_not_a_bool():
+def test_r6_2_4_max_plies_may_be_1_or_the_int32_limit_but_not_a_bool():
     assert ce.new_game(0, max_plies=1).max_plies == 1
+    assert ce.new_game(0, max_plies=2**31 - 1).max_plies == 2**31 - 1  # the int32 counters' limit
+    assert (
+        _error(lambda: ce.new_game(0, max_plies=2**31)) == "max_plies must be an int in 1..2147483647, got 2147483648"
+    )
     assert _error(lambda: ce.new_game(0, max_plies=True)) == "max_plies must be an int in 1..2147483647, got True"
 
 
