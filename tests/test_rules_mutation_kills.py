@@ -1,6 +1,8 @@
 """Hand-written positions for rules that single-point mutations of the engine got past
 (issue 15, docs/mutation_testing.md): each rule has a case that must be legal (or won
 by one colour) and a twin that must not, differing in the one detail the rule is about.
+The later ones pin contracts the second run found unchecked: the kernels' output formats, the
+pass check's early stop (R4.3), and the public API's validation, with R9.1 errors compared whole.
 """
 
 from __future__ import annotations
