@@ -31,13 +31,13 @@ from torch.nn import functional as F
 
 from colony_env.constants import (
     BOARD_SIZE,
-    DISPLACEMENT_BASE,
     DIRECTIONS,
+    DISPLACEMENT_BASE,
     DISPLACEMENTS_PER_CELL,
     MAX_STEP,
     MOVES_PER_CELL,
-    N_DIRECTIONS,
     N_ACTIONS,
+    N_DIRECTIONS,
     PASS_ACTION,
 )
 
@@ -118,12 +118,6 @@ class PolicyValueNet(nn.Module):
         v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return F.relu(self.policy_conv(x)), value, x
-
-    def ownership_logits(self, obs: torch.Tensor) -> torch.Tensor:
-        """float[B, 100]: the ownership head before tanh (cell-major, the observation's frame)."""
-        if self.ownership is None:
-            raise ValueError("this network has no ownership head (ownership_head=False)")
-        return self.ownership(self._trunk_features(obs)[2]).flatten(1)
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,
                 with_ownership: bool = False) -> tuple[torch.Tensor, ...]:

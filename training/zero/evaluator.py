@@ -79,6 +79,12 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
         options["max_considered"] = max_considered
     if gumbel_scale is not None:
         options["gumbel_scale"] = gumbel_scale
-    evaluator = NetworkEvaluator(model)
-    leaf = RolloutMixEvaluator(evaluator, rollout_mix) if rollout_mix > 0 else evaluator
-    return AZAgent(leaf, SearchConfig(**options), name=name or f"az:{Path(path).name}:{simulations}")
+    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix), SearchConfig(**options),
+                   name=name or f"az:{Path(path).name}:{simulations}")
+
+
+def leaf_evaluator(model: PolicyValueNet, device: str | torch.device = "cpu", rollout_mix: float = 0.0,
+                   seed: int = 0) -> NetworkEvaluator | RolloutMixEvaluator:
+    """The network as leaf evaluator, its values mixed with random playouts when `rollout_mix` > 0."""
+    evaluator = NetworkEvaluator(model, device)
+    return RolloutMixEvaluator(evaluator, rollout_mix, seed) if rollout_mix > 0 else evaluator

@@ -20,11 +20,11 @@ import torch
 
 import colony_env as ce
 from colony_env import symmetry
-from colony_env.agents.az import BatchedSearch, RolloutMixEvaluator, SearchConfig
+from colony_env.agents.az import BatchedSearch, SearchConfig
 from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
 
-from ..model import PolicyValueNet
-from .evaluator import NetworkEvaluator
+from ..checkpoint import build_model
+from .evaluator import leaf_evaluator
 
 END_REASON_CODES = {None: 0, **{r: i + 1 for i, r in enumerate(END_REASONS)}}
 
@@ -158,15 +158,6 @@ def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: l
                 max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0) -> GameData:
     """Entry point of a self-play process: rebuild the network from plain data and play."""
     torch.set_num_threads(threads)
-    model = PolicyValueNet(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
-                           bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)),
-                           bool(arch.get("ownership_head", 0)))
-    model.load_state_dict(weights)
-    return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed), search_config, seeds, parallel,
+    model = build_model({"architecture": arch, "model": weights})  # the checkpoints' own rebuild
+    return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1), search_config, seeds, parallel,
                       max_plies, np.random.default_rng(rng_seed))
-
-
-def leaf_evaluator(model: PolicyValueNet, device: str | torch.device, rollout_mix: float, seed: int):
-    """The network, with its values mixed with random playouts when `rollout_mix` > 0."""
-    ev = NetworkEvaluator(model, device)
-    return RolloutMixEvaluator(ev, rollout_mix, seed + 1) if rollout_mix > 0 else ev

@@ -65,8 +65,9 @@ from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
+from .evaluator import leaf_evaluator
 from .replay import ReplayBuffer, ReplayError, make_batch, remove_stray_files, shard_path, write_shard
-from .selfplay import GameData, concat, leaf_evaluator, play_games, worker_play
+from .selfplay import GameData, concat, play_games, worker_play
 
 PROG = "colony-zero"
 TRAINER = "colony-zero"
@@ -291,7 +292,7 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     rng_seeds = [int(s) for s in np.random.SeedSequence([cfg.seed, generation, 7]).generate_state(cfg.workers)]
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
-        return play_games(leaf_evaluator(model, device, mix, rng_seeds[0]), search_config(cfg), seeds,
+        return play_games(leaf_evaluator(model, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
                           cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]))
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
