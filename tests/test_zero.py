@@ -270,3 +270,40 @@ def test_ownership_targets_follow_the_movers_frame():
         for sym in AUG_SYMS:
             gather = symmetry.CELL_GATHER[sym]
             assert np.all(occupied[gather][row[gather] != 0])
+
+
+def test_playout_value_targets_are_the_movers_mean_and_leave_the_games_alone():
+    """`value_rollouts`: each position's target is the mean playout result for its mover (red's
+    `rollout_values` for red, its negative for blue), and drawing them changes no game."""
+    from colony_env.agents._search import rollout_mover_means, rollout_values
+
+    states, _ = random_game(3)
+    red = next(s for s in states if s[I_TO_MOVE] == 0)
+    blue = next(s for s in states if s[I_TO_MOVE] == 1)
+    for s, sign in ((red, 1.0), (blue, -1.0)):
+        got = rollout_mover_means(s[None, :].astype(np.int32), 12, 77)[0]
+        assert got == sign * rollout_values(s.astype(np.int32), 12, 77)
+    cfg = SearchConfig(simulations=4, max_considered=4)
+    plain = play_games(NetworkEvaluator(tiny_net()), cfg, [1, 2], 2, 120, np.random.default_rng(0))
+    with_mc = play_games(NetworkEvaluator(tiny_net()), cfg, [1, 2], 2, 120, np.random.default_rng(0), value_rollouts=8)
+    np.testing.assert_array_equal(plain.states, with_mc.states)
+    np.testing.assert_array_equal(plain.target_probs, with_mc.target_probs)
+    assert np.all(plain.rollout_value == 0)
+    v = with_mc.rollout_value
+    assert v.dtype == np.float32 and np.all(np.abs(v) <= 1) and np.any(v != 0)
+    assert np.all(np.isclose(v * 8, np.round(v * 8)))  # a mean of 8 results in {-1, 0, +1}
+    # the fit's value target mixes result, root value and playout mean by the configured shares
+    idx = np.arange(min(6, with_mc.n_positions))
+    *_, z = make_batch(with_mc, idx, 0.25, 0.5)
+    want = 0.25 * with_mc.outcome[idx] + 0.25 * with_mc.root_value[idx] + 0.5 * v[idx]
+    np.testing.assert_allclose(z, want, rtol=1e-6, atol=1e-6)
+
+
+def test_playout_value_settings_are_checked():
+    with pytest.raises(ConfigError, match="rollout_value_mix.*value_rollouts >= 1"):
+        ZeroConfig(rollout_value_mix=0.5).finalize()
+    with pytest.raises(ConfigError, match="rollout_value_mix.*1 - root_value_mix"):
+        ZeroConfig(value_rollouts=4, rollout_value_mix=0.8, root_value_mix=0.5).finalize()
+    with pytest.raises(ConfigError, match="value_rollouts"):
+        ZeroConfig(value_rollouts=-1).finalize()
+    assert ZeroConfig(value_rollouts=4, rollout_value_mix=1.0).finalize().rollout_value_mix == 1.0

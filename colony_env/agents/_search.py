@@ -181,15 +181,18 @@ def rollout_values(a: np.ndarray, n_rollouts: int, seed: int) -> float:
 
 
 @njit(cache=True)
-def rollout_mover_values(states: np.ndarray, seed: int) -> np.ndarray:
-    """One uniformly random playout from each packed state (rows of int32[K, STATE_LEN]);
-    float64[K]: its result for the colour to move in that state (+1 won, -1 lost, 0 draw, R7)."""
+def rollout_mover_means(states: np.ndarray, n_rollouts: int, seed: int) -> np.ndarray:
+    """Mean result of `n_rollouts` uniformly random playouts from each packed state, for the colour
+    to move in that state (float64[K] in [-1, 1]): a Monte Carlo value estimate, as `mcts:N` uses."""
     np.random.seed(seed)
     buf = np.empty(MAX_LEGAL, np.int16)
     out = np.empty(states.shape[0], np.float64)
     for k in range(states.shape[0]):
-        red = rollout(states[k], buf)
-        out[k] = red if states[k, I_TO_MOVE] == 0 else -red
+        total = 0.0
+        for _ in range(n_rollouts):
+            total += rollout(states[k], buf)
+        mean = total / n_rollouts
+        out[k] = mean if states[k, I_TO_MOVE] == 0 else -mean
     return out
 
 

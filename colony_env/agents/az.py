@@ -34,7 +34,7 @@ from ..constants import I_REASON, I_TO_MOVE, STATE_LEN
 from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
 from . import _az
-from ._search import rollout_mover_values
+from ._search import rollout_mover_means
 from .base import Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
@@ -81,7 +81,7 @@ class RolloutMixEvaluator:
         logits, values = self.inner(states, obs, ids, counts)
         if self.mix == 0.0:
             return logits, values
-        played = rollout_mover_values(np.ascontiguousarray(states, dtype=np.int32), int(self._rng.integers(SEED_HIGH)))
+        played = rollout_mover_means(np.ascontiguousarray(states, dtype=np.int32), 1, int(self._rng.integers(SEED_HIGH)))
         return logits, (1.0 - self.mix) * np.asarray(values, np.float64).reshape(-1) + self.mix * played
 
 

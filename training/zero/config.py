@@ -72,6 +72,8 @@ class ZeroConfig:
     """Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda)."""
     rollout_mix_generations: int = 0
     """If > 0, the mix falls linearly from `rollout_mix` to 0 over this many generations (0: constant)."""
+    value_rollouts: int = 0
+    """Random playouts from every stored position after its game; their mean result is a value target (0: none)."""
 
     # --- fitting ---
     replay_positions: int = 200_000
@@ -89,7 +91,9 @@ class ZeroConfig:
     ownership_loss_coef: float = 0.5
     """Weight of the ownership loss (MSE of tanh per cell against -1/0/+1), if the network has the head."""
     root_value_mix: float = 0.0
-    """Value target = (1 - mix) * game outcome + mix * the search's root value."""
+    """Share of the search's root value in the value target (the rest: the game's result)."""
+    rollout_value_mix: float = 0.0
+    """Share of the `value_rollouts` playouts' mean in the value target (needs value_rollouts >= 1)."""
     augment_symmetry: bool = True
     """Show each sample in a random one of the 4 board symmetries that keep the canonical view."""
     max_grad_norm: float = 1.0
@@ -136,7 +140,7 @@ def _check(c: ZeroConfig) -> None:
                 "parallel_games", "simulations", "max_considered", "max_plies", "replay_positions", "batch_size",
                 "eval_games", "eval_max_plies"):
         need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations"):
+    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations", "value_rollouts"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(0 <= c.seed < 2**32, "seed", "an integer in [0, 2**32)")
     need(0 <= c.eval_seed < 2**31, "eval_seed", "an integer in [0, 2**31)")
@@ -150,6 +154,10 @@ def _check(c: ZeroConfig) -> None:
         need(math.isfinite(v) and v >= 0, key, "a finite number >= 0")
     need(0.0 <= c.root_value_mix <= 1.0, "root_value_mix", "a number in [0, 1]")
     need(0.0 <= c.rollout_mix <= 1.0, "rollout_mix", "a number in [0, 1]")
+    need(0.0 <= c.rollout_value_mix <= 1.0 - c.root_value_mix, "rollout_value_mix",
+         "a number in [0, 1 - root_value_mix] (the value target's shares add up to 1)")
+    need(c.rollout_value_mix == 0.0 or c.value_rollouts >= 1, "rollout_value_mix",
+         "0 unless value_rollouts >= 1 (the playouts it mixes in)")
     need(c.eval_games % 2 == 0, "eval_games", "an even number (each setup is played with both colours)")
     need(c.init_from == "" or Path(c.init_from).is_file(), "init_from", '"" or the path of an existing checkpoint file')
     need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")

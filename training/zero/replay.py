@@ -47,6 +47,8 @@ def read_shard(path: Path) -> GameData:
             arrays = {k: z[k] for k in ARRAY_FIELDS if k in z.files}
             if "ownership" not in arrays:  # shards written before the ownership target existed
                 arrays["ownership"] = np.zeros((arrays["states"].shape[0], N_CELLS), np.int8)
+            if "rollout_value" not in arrays:  # shards written before playout value targets existed
+                arrays["rollout_value"] = np.zeros(arrays["states"].shape[0], np.float32)
             data = GameData(**arrays, cpu_seconds=float(z["cpu_seconds"]), leaf_evaluations=int(z["leaf_evaluations"]))
     except (OSError, ValueError, KeyError, EOFError) as e:
         raise ReplayError(f"replay shard {str(path)!r} is unreadable ({type(e).__name__}); delete it to replay that generation") from None
@@ -121,11 +123,13 @@ def encode_batch(states: np.ndarray, out: np.ndarray) -> None:
         encode_into(states[i], colour, colour == 1, out[i])
 
 
-def make_batch(data: GameData, idx: np.ndarray, root_value_mix: float
+def make_batch(data: GameData, idx: np.ndarray, root_value_mix: float, rollout_value_mix: float = 0.0
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(states, planes, ids int64[B, W], target probs float32[B, W], valid bool[B, W], value targets) for rows idx.
 
-    The ownership targets of the same rows are `data.ownership[idx]`."""
+    The value target mixes the game's result with the search's root value and the playouts' mean
+    (`ZeroConfig.root_value_mix`, `rollout_value_mix`). The ownership targets of the same rows are
+    `data.ownership[idx]`."""
     states = np.ascontiguousarray(data.states[idx])
     obs = np.empty((len(idx), *OBS_SHAPE), np.float32)
     encode_batch(states, obs)
@@ -138,5 +142,6 @@ def make_batch(data: GameData, idx: np.ndarray, root_value_mix: float
     ids = np.where(valid, data.target_ids[gather], 0).astype(np.int64)
     probs = np.where(valid, data.target_probs[gather], 0.0).astype(np.float32)
     z = data.outcome[idx]
-    target = (1.0 - root_value_mix) * z + root_value_mix * data.root_value[idx]
+    target = ((1.0 - root_value_mix - rollout_value_mix) * z + root_value_mix * data.root_value[idx]
+              + rollout_value_mix * data.rollout_value[idx])
     return states, obs, ids, probs, valid, target.astype(np.float32)

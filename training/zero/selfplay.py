@@ -20,7 +20,8 @@ import torch
 
 import colony_env as ce
 from colony_env import symmetry
-from colony_env.agents.az import BatchedSearch, SearchConfig
+from colony_env.agents._search import rollout_mover_means
+from colony_env.agents.az import SEED_HIGH, BatchedSearch, SearchConfig
 from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
 
 from ..checkpoint import build_model
@@ -43,6 +44,7 @@ class GameData:
     game_reasons: np.ndarray  # int8[G] 1 + index into END_REASONS
     game_winners: np.ndarray  # int8[G] 0 red, 1 blue, -1 draw
     ownership: np.ndarray  # int8[P, 100] final controller of each cell's colony, mover's view, canonical frame
+    rollout_value: np.ndarray  # float32[P] mean of `value_rollouts` random playouts for the mover (0 when off)
     cpu_seconds: float = 0.0
     leaf_evaluations: int = 0
 
@@ -55,7 +57,7 @@ class GameData:
 
 
 ARRAY_FIELDS = ("states", "target_ids", "target_probs", "offsets", "outcome", "root_value", "game_lengths",
-                "game_reasons", "game_winners", "ownership")
+                "game_reasons", "game_winners", "ownership", "rollout_value")
 
 
 def concat(parts: Sequence[GameData]) -> GameData:
@@ -74,6 +76,7 @@ def concat(parts: Sequence[GameData]) -> GameData:
         game_winners=cat("game_winners", np.int8),
         ownership=np.concatenate([p.ownership for p in parts]).astype(np.int8) if parts
         else np.zeros((0, N_CELLS), np.int8),
+        rollout_value=cat("rollout_value", np.float32),
         cpu_seconds=sum(p.cpu_seconds for p in parts), leaf_evaluations=sum(p.leaf_evaluations for p in parts),
     )
 
@@ -104,8 +107,13 @@ def ownership(states: np.ndarray, final: ce.GameState) -> np.ndarray:
 
 
 def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
-               rng: np.random.Generator) -> GameData:
-    """Play one self-play game per seed (setup `new_game(seed)`), `parallel` at a time."""
+               rng: np.random.Generator, value_rollouts: int = 0) -> GameData:
+    """Play one self-play game per seed (setup `new_game(seed)`), `parallel` at a time.
+
+    With `value_rollouts` > 0 every stored position also gets the mean result of that many
+    uniformly random playouts from it (`rollout_value`): a value target whose noise shrinks with
+    the number of playouts, where the game's one result is +-1 (see `ZeroConfig.rollout_value_mix`).
+    """
     cpu0 = time.process_time()
     search = BatchedSearch(evaluator, search_config)
     queue = list(seeds)[::-1]
@@ -147,6 +155,8 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
             game_reasons=np.array([END_REASON_CODES[final.end_reason]], np.int8),
             game_winners=np.array([-1 if winner is None else int(winner)], np.int8),
             ownership=ownership(states, final),
+            rollout_value=(rollout_mover_means(states, value_rollouts, int(rng.integers(SEED_HIGH))).astype(np.float32)
+                           if value_rollouts else np.zeros(len(states), np.float32)),
         ))
     data = concat(parts)
     data.cpu_seconds = time.process_time() - cpu0
@@ -155,9 +165,10 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
 
 
 def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: list[int], parallel: int,
-                max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0) -> GameData:
+                max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0,
+                value_rollouts: int = 0) -> GameData:
     """Entry point of a self-play process: rebuild the network from plain data and play."""
     torch.set_num_threads(threads)
     model = build_model({"architecture": arch, "model": weights})  # the checkpoints' own rebuild
     return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1), search_config, seeds, parallel,
-                      max_plies, np.random.default_rng(rng_seed))
+                      max_plies, np.random.default_rng(rng_seed), value_rollouts)

@@ -101,7 +101,7 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
     with_own = model.ownership_head
     for _ in range(steps):
         idx = rng.integers(n, size=min(cfg.batch_size, n))
-        states, obs, ids, probs, valid, z = make_batch(data, idx, cfg.root_value_mix)
+        states, obs, ids, probs, valid, z = make_batch(data, idx, cfg.root_value_mix, cfg.rollout_value_mix)
         own = data.ownership[idx]
         if cfg.augment_symmetry:
             syms = rng.choice(AUG_SYMS, size=len(idx))
@@ -293,11 +293,11 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
         return play_games(leaf_evaluator(model, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
-                          cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]))
+                          cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts)
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
-                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix)
+                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts)
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
