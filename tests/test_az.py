@@ -56,6 +56,25 @@ def test_batched_search_equals_one_at_a_time(root):
         assert a.value == b.value
 
 
+def test_act_batch_plays_what_act_plays_game_by_game():
+    """AZAgent.act_batch (colony-eval --batch): each game draws its Gumbel noise from its own
+    generator, so with a row-independent evaluator every move equals `act` on that game alone,
+    forced moves included (they are played without a search and draw nothing)."""
+    states = [forced_pass_state(), *midgame_states(4), ce.new_game(9)]
+    agent = AZAgent(hashed_evaluator, SearchConfig(simulations=16))
+    rngs = [np.random.default_rng(100 + k) for k in range(len(states))]
+    batched = agent.act_batch(states, rngs)
+    single = [agent.act(s, np.random.default_rng(100 + k)) for k, s in enumerate(states)]
+    assert batched == single
+    # and each generator is left where `act` leaves it
+    after = [np.random.default_rng(100 + k) for k in range(len(states))]
+    for s, r in zip(states, after):
+        agent.act(s, r)
+    assert [r.random() for r in rngs] == [r.random() for r in after]
+    with pytest.raises(ValueError, match="one per state"):
+        agent.search.search(states[1:3], [np.random.default_rng(0)])
+
+
 def test_batching_makes_fewer_evaluator_calls():
     states = midgame_states(6)
     search = BatchedSearch(hashed_evaluator, SearchConfig(simulations=10))

@@ -77,6 +77,20 @@ def test_same_seed_same_results_whatever_the_workers():
     assert key(one) != key(other)
 
 
+def test_games_played_side_by_side_are_the_same_games():
+    """--batch plays groups of games in lockstep; each keeps its own generators, so for agents
+    without a network the games are exactly those played one by one, on any number of workers."""
+    agents = ["random", "greedy", "mcts:4"]
+    one = ev.evaluate(agents, games=4, seed=5, workers=1, progress=False)
+    side = ev.evaluate(agents, games=4, seed=5, workers=1, progress=False, batch=3)
+    side2 = ev.evaluate(agents, games=4, seed=5, workers=2, progress=False, batch=5)
+    key = lambda r: [(g.pairing, g.setup, g.swapped, g.result, g.actions) for g in r.games]  # noqa: E731
+    assert key(side) == key(one) == key(side2)
+    assert side.config["batch"] == 3 and len(side.games) == 12
+    with pytest.raises(ev.EvalError, match="--batch must be an integer >= 1"):
+        ev.evaluate(agents, games=4, batch=0, progress=False)
+
+
 def test_outputs_json_csv_and_records(tmp_path):
     res = ev.evaluate(["random", "greedy"], games=2, seed=0, workers=1, progress=False)
     files = ev.write_outputs(res, tmp_path)
@@ -166,6 +180,7 @@ def test_cli_error_paths(tmp_path, capsys):
         (("--combine", str(tmp_path / "nope.json")), "does not exist"),
         (("--combine", str(tmp_path / "e1" / "eval.json"), str(tmp_path / "e2" / "eval.json")), "do not connect"),
         (("random", "greedy", "--games", "2", "--workers", "1", "--prior-draws", "0"), "diverged"),
+        (("random", "greedy", "--batch", "0"), "--batch must be an integer >= 1"),
     ]:
         code = ev.main([*args, "--no-progress", "--out", str(tmp_path / "o")])
         err = capsys.readouterr().err

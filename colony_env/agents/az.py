@@ -25,6 +25,7 @@ Two root rules (`SearchConfig.root`):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -147,7 +148,10 @@ class BatchedSearch:
         self.evaluator_calls = 0
         self._table = _az.considered_visits_table(self.config.max_considered, self.config.simulations)
 
-    def search(self, states: list[GameState] | np.ndarray, rng: np.random.Generator) -> list[SearchResult]:
+    def search(self, states: list[GameState] | np.ndarray,
+               rng: np.random.Generator | Sequence[np.random.Generator]) -> list[SearchResult]:
+        """One search per state. `rng` is one generator for all roots or one per root; with one per
+        root each root's Gumbel noise is what a search of that state alone would draw."""
         packed = np.ascontiguousarray(
             np.stack([s._a for s in states]) if isinstance(states, list) else states, dtype=np.int32
         )
@@ -157,6 +161,9 @@ class BatchedSearch:
             raise ValueError("every game must be ongoing: a finished game has no legal action (R8.4)")
         cfg = self.config
         n_trees = packed.shape[0]
+        rngs = [rng] * n_trees if isinstance(rng, np.random.Generator) else list(rng)
+        if len(rngs) != n_trees:
+            raise ValueError(f"give one generator or one per state ({n_trees}), got {len(rngs)}")
         cap = cfg.simulations + 2
         node_state = np.zeros((n_trees, cap, STATE_LEN), np.int32)
         node_state[:, 0] = packed
@@ -217,7 +224,7 @@ class BatchedSearch:
             n = int(node_nkids[b, 0])
             n_considered[b] = min(cfg.max_considered, n)
             if cfg.root == "gumbel" and cfg.gumbel_scale > 0:
-                root_gumbel[b, :n] = cfg.gumbel_scale * rng.gumbel(size=n)
+                root_gumbel[b, :n] = cfg.gumbel_scale * rngs[b].gumbel(size=n)
             if n == 1:
                 active[b] = False  # a forced move (often a pass): nothing to search
         for _ in range(cfg.simulations):
@@ -270,6 +277,25 @@ class AZAgent(Agent):
         if len(legal) == 1:
             return int(legal[0])
         return self.search.search([state], rng)[0].action
+
+    def act_batch(self, states: Sequence[GameState], rngs: Sequence[np.random.Generator]) -> list[int]:
+        """`act` for several games at once: their searches share each network call.
+
+        Each game draws from its own generator exactly what `act` would, so only the network's
+        floating-point sums (which can differ between batch sizes) separate the two."""
+        out: list[int | None] = []
+        todo: list[int] = []
+        for k, state in enumerate(states):
+            require_ongoing(state)
+            legal = legal_actions(state)
+            out.append(int(legal[0]) if len(legal) == 1 else None)
+            if len(legal) > 1:
+                todo.append(k)
+        if todo:
+            results = self.search.search([states[k] for k in todo], [rngs[k] for k in todo])
+            for k, r in zip(todo, results):
+                out[k] = r.action
+        return [int(a) for a in out]
 
     def analyse(self, state: GameState, rng: np.random.Generator) -> SearchResult:
         """The full root statistics of one search (for analysis tools)."""

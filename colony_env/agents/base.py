@@ -9,6 +9,7 @@ object can serve many games (in parallel workers, each with its own generator).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -27,6 +28,11 @@ class Agent(ABC):
     @abstractmethod
     def act(self, state: GameState, rng: np.random.Generator) -> int:
         """A legal action for `state.to_move`; `ValueError` if the game is over."""
+
+    def act_batch(self, states: Sequence[GameState], rngs: Sequence[np.random.Generator]) -> list[int]:
+        """`act` for several games, each with its own generator. Agents that can share work
+        across games (a network search batching its leaves) override it."""
+        return [self.act(state, rng) for state, rng in zip(states, rngs, strict=True)]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

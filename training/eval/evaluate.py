@@ -126,32 +126,50 @@ def _init_worker(payload: Sequence[str | Agent]) -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
-def _run_job(job: Job) -> GameResult:
+def _run_group(jobs: Sequence[Job]) -> list[GameResult]:
+    """Play the games of `jobs` side by side, each to its end.
+
+    At every turn the games waiting for the same agent go to it together (`Agent.act_batch`), so
+    a network search evaluates the leaves of all of them in one call. Each game keeps its own
+    generators, so a game's moves do not depend on the others beyond the network's
+    floating-point sums. `seconds` is the wall time from the group's start to the game's end.
+    """
     agents = _WORKER_AGENTS
-    red_i, blue_i = (job.b, job.a) if job.swapped else (job.a, job.b)
-    red, blue = agents[red_i], agents[blue_i]
-    initial = setup_state(job.seed, job.setup, job.max_plies)
+    games = []
+    for job in jobs:
+        red_i, blue_i = (job.b, job.a) if job.swapped else (job.a, job.b)
+        games.append({"job": job, "agents": (red_i, blue_i), "state": setup_state(job.seed, job.setup, job.max_plies),
+                      "rngs": tuple(agent_rng(job.seed, job.pairing, job.setup, job.swapped, c) for c in (0, 1)),
+                      "actions": [], "seconds": 0.0})
     t0 = time.perf_counter()
-    final, actions = play_game(
-        red,
-        blue,
-        initial,
-        agent_rng(job.seed, job.pairing, job.setup, job.swapped, 0),
-        agent_rng(job.seed, job.pairing, job.setup, job.swapped, 1),
-    )
-    w = final.winner
-    return GameResult(
-        pairing=job.pairing,
-        setup=job.setup,
-        swapped=job.swapped,
-        red=red.name,
-        blue=blue.name,
-        result="draw" if w is None else str(w),
-        end_reason=str(final.end_reason),
-        plies=final.ply,
-        seconds=time.perf_counter() - t0,
-        actions=actions,
-    )
+    while True:
+        waiting: dict[int, list[dict]] = {}
+        for g in games:
+            if not g["state"].is_over:
+                colour = int(g["state"].to_move)
+                waiting.setdefault(g["agents"][colour], []).append(g)
+        if not waiting:
+            break
+        for agent_i, group in waiting.items():
+            colours = [int(g["state"].to_move) for g in group]
+            actions = agents[agent_i].act_batch([g["state"] for g in group],
+                                                [g["rngs"][c] for g, c in zip(group, colours)])
+            for g, action in zip(group, actions):
+                g["state"] = ce.apply_action(g["state"], action)  # raises IllegalActionError: an agent bug, never silent
+                g["actions"].append(int(action))
+                if g["state"].is_over:
+                    g["seconds"] = time.perf_counter() - t0
+    results = []
+    for g in games:
+        job, final = g["job"], g["state"]
+        w = final.winner
+        results.append(GameResult(
+            pairing=job.pairing, setup=job.setup, swapped=job.swapped,
+            red=agents[g["agents"][0]].name, blue=agents[g["agents"][1]].name,
+            result="draw" if w is None else str(w), end_reason=str(final.end_reason), plies=final.ply,
+            seconds=g["seconds"], actions=g["actions"],
+        ))
+    return results
 
 
 # ---------------------------------------------------------------------------------
@@ -263,14 +281,21 @@ def evaluate(
     max_plies: int = DEFAULT_MAX_PLIES,
     progress: bool = True,
     prior_draws: float = DEFAULT_PRIOR_DRAWS,
+    batch: int = 1,
 ) -> EvalResult:
     """Play every pairing `games` times (paired seeds) and fit Elo; see the module docstring.
+
+    `batch` games of the job list are played side by side in one worker (`_run_group`): an
+    `az` agent then searches them with one network call per simulation step. Groups are cut
+    from the job list, never by worker, so a run is the same on any number of workers.
 
     `agents` are spec strings (built in each worker; a checkpoint is checked here
     first) or `Agent` objects (sent to the workers). `workers=1` plays in this process.
     """
     if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
         raise EvalError(f"--games must be an even number >= 2 (each setup is played once with each colour), got {games}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise EvalError(f"--batch must be an integer >= 1 (games played side by side per worker), got {batch}")
     if schedule not in SCHEDULES:
         raise EvalError(f"--schedule must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
     if len(agents) < 2:
@@ -292,7 +317,8 @@ def evaluate(
         raise EvalError(f"agents must have distinct names, got {names}")
     pairs = pairings(len(names), schedule)
     jobs = make_jobs(pairs, games, seed, max_plies)
-    n_workers = max(1, min(workers or _cpu_count(), len(jobs)))
+    groups = [jobs[i: i + batch] for i in range(0, len(jobs), batch)]
+    n_workers = max(1, min(workers or _cpu_count(), len(groups)))
 
     from tqdm import tqdm
 
@@ -301,16 +327,16 @@ def evaluate(
     try:
         if n_workers == 1:
             _init_worker(payload)
-            for job in jobs:
-                results.append(_run_job(job))
-                bar.update()
+            for group in groups:
+                results.extend(_run_group(group))
+                bar.update(len(group))
         else:
             # fork is fast and keeps compiled kernels; torch (checkpoints) is safer with spawn.
             ctx = mp.get_context("spawn" if needs_spawn or "fork" not in mp.get_all_start_methods() else "fork")
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(payload,)) as pool:
-                for r in pool.imap_unordered(_run_job, jobs, chunksize=1):
-                    results.append(r)
-                    bar.update()
+                for done in pool.imap_unordered(_run_group, groups, chunksize=1):
+                    results.extend(done)
+                    bar.update(len(done))
     finally:
         bar.close()
     results.sort(key=lambda r: (r.pairing, r.setup, r.swapped))
@@ -327,6 +353,7 @@ def evaluate(
         "max_plies": max_plies,
         "workers": n_workers,
         "prior_draws": prior_draws,
+        "batch": batch,
     }
     return EvalResult(agents=names, config=config, games=results, pairs=stats, elo=elo)
 
@@ -455,6 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--schedule", choices=SCHEDULES, default="round-robin",
                         help="round-robin: every pair; gauntlet: the first agent against each other one")
     parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES, help="ply limit per game (R6.2)")
+    parser.add_argument("--batch", type=int, default=1,
+                        help="games played side by side per worker; an az agent searches them with one network "
+                             "call per simulation step (default 1; try 16 for az agents)")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/eval/<time>)")
     parser.add_argument("--no-records", action="store_true", help="do not write games.jsonl")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -489,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         result = evaluate(args.agents, games=args.games, seed=args.seed, workers=args.workers,
                           schedule=args.schedule, max_plies=args.max_plies, progress=not args.no_progress,
-                          prior_draws=args.prior_draws)
+                          prior_draws=args.prior_draws, batch=args.batch)
         elapsed = time.time() - t0
         result.config["seconds"] = round(elapsed, 1)
         print(format_tables(result.pairs, result.elo))
