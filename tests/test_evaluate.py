@@ -220,3 +220,12 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert (searcher.inner.max_simulations, searcher.inner.prior_c) == (8, 1.5)
     res = ev.evaluate([spec + ":mcts:8", "random"], games=2, seed=0, workers=1, progress=False)
     assert res.pairs[0].games == 2
+    # an az spec searches the games handed to it together: one network call per simulation step
+    az = make_agent(spec + ":az:6:noise=0")
+    states = [ce.new_game(s) for s in range(4)]
+    rngs = [np.random.default_rng(s) for s in range(4)]
+    moves = az.act_batch(states, rngs)
+    assert az.inner.search.evaluator_calls == 7  # the roots, then 6 simulation steps, for all 4 games
+    assert all(ce.is_legal(s, m) for s, m in zip(states, moves))  # move-for-move equality: test_az (exact evaluator)
+    res = ev.evaluate([spec + ":az:6", "random"], games=4, seed=0, workers=1, progress=False, batch=4)
+    assert res.pairs[0].games == 4 and res.config["batch"] == 4

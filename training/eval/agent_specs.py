@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,6 +171,10 @@ class _NamedAgent(Agent):
 
     def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
         return int(self.inner.act(state, rng))  # type: ignore[attr-defined]
+
+    def act_batch(self, states: Sequence[ce.GameState], rngs: Sequence[np.random.Generator]) -> list[int]:
+        inner = getattr(self.inner, "act_batch", None)  # an az agent searches the games together
+        return [int(a) for a in inner(states, rngs)] if inner else super().act_batch(states, rngs)
 
 
 def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
