@@ -87,6 +87,16 @@ def test_games_played_side_by_side_are_the_same_games():
     key = lambda r: [(g.pairing, g.setup, g.swapped, g.result, g.actions) for g in r.games]  # noqa: E731
     assert key(side) == key(one) == key(side2)
     assert side.config["batch"] == 3 and len(side.games) == 12
+
+    class DuckTyped:  # any object with `name` and `act` may play, as before --batch existed
+        name = "duck"
+
+        def act(self, state, rng):
+            legal = ce.legal_actions(state)
+            return int(legal[rng.integers(len(legal))])
+
+    ducks = ev.evaluate([DuckTyped(), "random"], games=4, seed=5, workers=1, progress=False, batch=4)
+    assert ducks.pairs[0].games == 4
     with pytest.raises(ev.EvalError, match="--batch must be an integer >= 1"):
         ev.evaluate(agents, games=4, batch=0, progress=False)
 

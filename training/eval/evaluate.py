@@ -151,9 +151,11 @@ def _run_group(jobs: Sequence[Job]) -> list[GameResult]:
         if not waiting:
             break
         for agent_i, group in waiting.items():
-            colours = [int(g["state"].to_move) for g in group]
-            actions = agents[agent_i].act_batch([g["state"] for g in group],
-                                                [g["rngs"][c] for g, c in zip(group, colours)])
+            states = [g["state"] for g in group]
+            rngs = [g["rngs"][int(g["state"].to_move)] for g in group]
+            agent = agents[agent_i]
+            batched = getattr(agent, "act_batch", None)  # any object with act() may play (duck-typed agents)
+            actions = batched(states, rngs) if batched else [agent.act(s, r) for s, r in zip(states, rngs)]
             for g, action in zip(group, actions):
                 g["state"] = ce.apply_action(g["state"], action)  # raises IllegalActionError: an agent bug, never silent
                 g["actions"].append(int(action))
