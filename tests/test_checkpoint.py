@@ -160,3 +160,20 @@ def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
     plain.write_bytes(b"")
     path = save_checkpoint(tmp_path / "shared.pt", _net(), {}, {})
     assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
+def test_shipped_zero_agent_loads_in_every_form() -> None:
+    """checkpoints/colony_zero.pt (docs/zero.md card): a colony-zero checkpoint in the usual
+    format, playable alone and with the az search by every tool that takes agent specs."""
+    from training.eval.agent_specs import make_agent
+
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_zero.pt"
+    assert shipped.stat().st_size < 5_000_000
+    data = torch.load(shipped, weights_only=True)
+    meta = data["meta"]
+    assert (meta["trainer"], meta["generation"], int(meta["games"]), int(meta["positions"])) == \
+        ("colony-zero", 17, 1152, 129950)  # the numbers the card quotes
+    s = ce.new_game(11)
+    for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
+        agent = make_agent(spec.replace("checkpoints/", f"{shipped.parent}/"))
+        assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
