@@ -101,6 +101,19 @@ def test_games_played_side_by_side_are_the_same_games():
         ev.evaluate(agents, games=4, batch=0, progress=False)
 
 
+def test_play_game_plays_the_evaluators_games():
+    """`play_game` (one game, for callers outside colony-eval) is the evaluator's loop on one
+    game: given a job's setup and generators it replays exactly the recorded game."""
+    result = ev.evaluate(["greedy", "mcts:4"], games=2, seed=9, workers=1, progress=False)
+    for g in result.games:
+        agents = (make_agent("greedy"), make_agent("mcts:4"))
+        red, blue = (agents[1], agents[0]) if g.swapped else agents
+        rngs = [ev.agent_rng(9, g.pairing, g.setup, g.swapped, c) for c in (0, 1)]
+        final, actions = ev.play_game(red, blue, ev.setup_state(9, g.setup, result.config["max_plies"]), *rngs)
+        assert actions == g.actions and final.ply == g.plies
+        assert ("draw" if final.winner is None else str(final.winner)) == g.result
+
+
 def test_outputs_json_csv_and_records(tmp_path):
     res = ev.evaluate(["random", "greedy"], games=2, seed=0, workers=1, progress=False)
     files = ev.write_outputs(res, tmp_path)

@@ -272,17 +272,14 @@ class AZAgent(Agent):
         self.name = name
 
     def act(self, state: GameState, rng: np.random.Generator) -> int:
-        require_ongoing(state)
-        legal = legal_actions(state)
-        if len(legal) == 1:
-            return int(legal[0])
-        return self.search.search([state], rng)[0].action
+        return self.act_batch([state], [rng])[0]
 
     def act_batch(self, states: Sequence[GameState], rngs: Sequence[np.random.Generator]) -> list[int]:
         """`act` for several games at once: their searches share each network call.
 
-        Each game draws from its own generator exactly what `act` would, so only the network's
-        floating-point sums (which can differ between batch sizes) separate the two."""
+        A forced move (one legal action) is played without a search. Each game draws from its
+        own generator, so only the network's floating-point sums (which can differ between
+        batch sizes) separate a game played in a batch from the same game played alone."""
         out: list[int | None] = []
         todo: list[int] = []
         for k, state in enumerate(states):

@@ -65,15 +65,49 @@ def play_game(
     red: Agent, blue: Agent, initial: ce.GameState, rng_red: np.random.Generator, rng_blue: np.random.Generator
 ) -> tuple[ce.GameState, list[int]]:
     """Play from `initial` to the end; (final state, actions). The engine checks every action."""
-    state = initial
-    actions: list[int] = []
-    players = {ce.RED: (red, rng_red), ce.BLUE: (blue, rng_blue)}
-    while not state.is_over:
-        agent, rng = players[state.to_move]
-        action = agent.act(state, rng)
-        state = ce.apply_action(state, action)  # raises IllegalActionError: an agent bug, never silent
-        actions.append(int(action))
-    return state, actions
+    game = _Game(state=initial, agents=(red, blue), rngs=(rng_red, rng_blue))
+    _play_side_by_side([game])
+    return game.state, game.actions
+
+
+@dataclass
+class _Game:
+    """One game in flight: its position, its (red, blue) agents and their generators."""
+
+    state: ce.GameState
+    agents: tuple[Agent, Agent]
+    rngs: tuple[np.random.Generator, np.random.Generator]
+    actions: list[int] = field(default_factory=list)
+    seconds: float = 0.0  # wall time from the start of the group to this game's end
+
+
+def _play_side_by_side(games: Sequence[_Game]) -> None:
+    """Play every game of `games` to its end, in place.
+
+    At every turn the games waiting for the same agent go to it together (`Agent.act_batch`), so
+    a network search evaluates the leaves of all of them in one call. Each game keeps its own
+    generators, so a game's moves do not depend on the others beyond the network's
+    floating-point sums.
+    """
+    t0 = time.perf_counter()
+    while True:
+        waiting: dict[int, list[_Game]] = {}
+        for g in games:
+            if not g.state.is_over:
+                waiting.setdefault(id(g.agents[int(g.state.to_move)]), []).append(g)
+        if not waiting:
+            return
+        for group in waiting.values():
+            agent = group[0].agents[int(group[0].state.to_move)]
+            states = [g.state for g in group]
+            rngs = [g.rngs[int(g.state.to_move)] for g in group]
+            batched = getattr(agent, "act_batch", None)  # any object with act() may play (duck-typed agents)
+            actions = batched(states, rngs) if batched else [agent.act(s, r) for s, r in zip(states, rngs)]
+            for g, action in zip(group, actions):
+                g.state = ce.apply_action(g.state, action)  # raises IllegalActionError: an agent bug, never silent
+                g.actions.append(int(action))
+                if g.state.is_over:
+                    g.seconds = time.perf_counter() - t0
 
 
 def setup_state(seed: int, setup: int, max_plies: int) -> ce.GameState:
@@ -127,49 +161,24 @@ def _init_worker(payload: Sequence[str | Agent]) -> None:
 
 
 def _run_group(jobs: Sequence[Job]) -> list[GameResult]:
-    """Play the games of `jobs` side by side, each to its end.
-
-    At every turn the games waiting for the same agent go to it together (`Agent.act_batch`), so
-    a network search evaluates the leaves of all of them in one call. Each game keeps its own
-    generators, so a game's moves do not depend on the others beyond the network's
-    floating-point sums. `seconds` is the wall time from the group's start to the game's end.
-    """
+    """Play the games of `jobs` side by side (`_play_side_by_side`) with this worker's agents."""
     agents = _WORKER_AGENTS
     games = []
     for job in jobs:
         red_i, blue_i = (job.b, job.a) if job.swapped else (job.a, job.b)
-        games.append({"job": job, "agents": (red_i, blue_i), "state": setup_state(job.seed, job.setup, job.max_plies),
-                      "rngs": tuple(agent_rng(job.seed, job.pairing, job.setup, job.swapped, c) for c in (0, 1)),
-                      "actions": [], "seconds": 0.0})
-    t0 = time.perf_counter()
-    while True:
-        waiting: dict[int, list[dict]] = {}
-        for g in games:
-            if not g["state"].is_over:
-                colour = int(g["state"].to_move)
-                waiting.setdefault(g["agents"][colour], []).append(g)
-        if not waiting:
-            break
-        for agent_i, group in waiting.items():
-            states = [g["state"] for g in group]
-            rngs = [g["rngs"][int(g["state"].to_move)] for g in group]
-            agent = agents[agent_i]
-            batched = getattr(agent, "act_batch", None)  # any object with act() may play (duck-typed agents)
-            actions = batched(states, rngs) if batched else [agent.act(s, r) for s, r in zip(states, rngs)]
-            for g, action in zip(group, actions):
-                g["state"] = ce.apply_action(g["state"], action)  # raises IllegalActionError: an agent bug, never silent
-                g["actions"].append(int(action))
-                if g["state"].is_over:
-                    g["seconds"] = time.perf_counter() - t0
+        games.append(_Game(
+            state=setup_state(job.seed, job.setup, job.max_plies), agents=(agents[red_i], agents[blue_i]),
+            rngs=(agent_rng(job.seed, job.pairing, job.setup, job.swapped, 0),
+                  agent_rng(job.seed, job.pairing, job.setup, job.swapped, 1)),
+        ))
+    _play_side_by_side(games)
     results = []
-    for g in games:
-        job, final = g["job"], g["state"]
-        w = final.winner
+    for job, g in zip(jobs, games):
+        w = g.state.winner
         results.append(GameResult(
-            pairing=job.pairing, setup=job.setup, swapped=job.swapped,
-            red=agents[g["agents"][0]].name, blue=agents[g["agents"][1]].name,
-            result="draw" if w is None else str(w), end_reason=str(final.end_reason), plies=final.ply,
-            seconds=g["seconds"], actions=g["actions"],
+            pairing=job.pairing, setup=job.setup, swapped=job.swapped, red=g.agents[0].name, blue=g.agents[1].name,
+            result="draw" if w is None else str(w), end_reason=str(g.state.end_reason), plies=g.state.ply,
+            seconds=g.seconds, actions=g.actions,
         ))
     return results
 
