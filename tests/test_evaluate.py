@@ -210,6 +210,7 @@ def test_cli_error_paths(tmp_path, capsys):
         assert code == 2, (args, err)
         assert needle in err and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "o").exists(), args  # a failed run leaves no empty output folder
     res = _cli("random", "alphazero")  # the real process: exit status 2, one line, no traceback
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
         res.stderr.strip()
