@@ -217,6 +217,19 @@ def test_cli_error_paths(tmp_path, capsys):
     ] and "allowed agent specs" in res.stderr
 
 
+def test_cli_whose_reader_stops_early_keeps_its_results(tmp_path):
+    """`colony-eval ... | head`: the closed pipe ends the tool with status 141 (as Unix tools do),
+    no traceback, and the games are already written."""
+    proc = subprocess.Popen([sys.executable, "-m", "training.eval.evaluate", "random", "greedy", "--games", "2",
+                             "--workers", "1", "--no-progress", "--out", str(tmp_path / "o")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Traceback" not in err and err == ""
+    assert len(read_records(tmp_path / "o" / "games.jsonl")) == 2
+
+
 def test_cli_smoke(tmp_path):
     res = _cli("random", "greedy", "--games", "2", "--workers", "2", "--no-progress", "--out", str(tmp_path))
     assert res.returncode == 0, res.stderr
@@ -253,3 +266,23 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert all(ce.is_legal(s, m) for s, m in zip(states, moves))  # move-for-move equality: test_az (exact evaluator)
     res = ev.evaluate([spec + ":az:6", "random"], games=4, seed=0, workers=1, progress=False, batch=4)
     assert res.pairs[0].games == 4 and res.config["batch"] == 4
+
+
+def test_every_console_script_ends_quietly_on_a_closed_pipe():
+    """Each `[project.scripts]` entry is wrapped by `quiet_broken_pipe` (the test above drives one)."""
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    from training.cli import quiet_broken_pipe
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    unwrapped = []
+    for name, target in scripts.items():
+        module, attr = target.split(":")
+        fn = getattr(importlib.import_module(module), attr)
+        if module == "training.web":  # a lazy shim (its worker processes import the package): the real entry
+            fn = importlib.import_module("training.web.cli").main
+        if getattr(fn, "__code__", None) is not quiet_broken_pipe(lambda: 0).__code__:
+            unwrapped.append(name)
+    assert not unwrapped, f"console scripts without quiet_broken_pipe: {unwrapped}"

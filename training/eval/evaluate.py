@@ -40,6 +40,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
+from ..cli import quiet_broken_pipe
 from ..config import SEED_MAX
 from ..runlog import output_dir_problem
 from .agent_specs import AgentSpecError, make_agent, parse_agent_spec
@@ -506,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     created: Path | None = None  # the output folder, if this run made it (removed again if nothing is written)
@@ -535,15 +537,16 @@ def main(argv: list[str] | None = None) -> int:
                           prior_draws=args.prior_draws, batch=args.batch)
         elapsed = time.time() - t0
         result.config["seconds"] = round(elapsed, 1)
-        print(format_tables(result.pairs, result.elo))
-        try:
+        try:  # the files first: a reader that stops early (`| head`) must not cost the games
             files = write_outputs(result, out, records=not args.no_records)
         except OSError as e:  # the folder was writable before the games: save them elsewhere, never lose them
             fallback = Path(tempfile.mkdtemp(prefix="colony-eval-"))
             files = write_outputs(result, fallback, records=not args.no_records)
+            print(format_tables(result.pairs, result.elo))
             print(f"colony-eval: error: cannot write into {str(out)!r} ({e.strerror or type(e).__name__}); "
                   f"wrote the results to {fallback} instead", file=sys.stderr)
             return 1
+        print(format_tables(result.pairs, result.elo))
         print(f"\n{len(result.games)} games in {elapsed:.0f} s on {result.config['workers']} worker(s); "
               f"wrote {', '.join(str(f) for f in files)}")
         return 0

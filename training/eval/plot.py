@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cli import quiet_broken_pipe
+
 # (metrics.csv columns, panel title, y label); one panel may hold several series
 PANELS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("policy_loss",), "policy loss", "clipped PPO objective"),
@@ -180,6 +182,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     return written
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="colony-plot", description="Learning curves of a colony-train run as PNG files.")
     p.add_argument("run_dir", help="a run directory written by colony-train")

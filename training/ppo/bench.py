@@ -15,14 +15,17 @@ import time
 import numpy as np
 import torch
 
+from ..cli import quiet_broken_pipe
 
+
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     from colony_env.observation import OBS_CHANNELS
 
     from ..config import ConfigError, load_config
     from ..model import PolicyValueNet
-    from .opponents import OpponentPool
     from .loss import per_player_gae
+    from .opponents import OpponentPool
     from .train import GameStats, SelfPlay, ppo_update, resolve_device
 
     p = argparse.ArgumentParser(prog="python -m training.ppo.bench", description=__doc__.splitlines()[0])

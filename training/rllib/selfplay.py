@@ -48,8 +48,9 @@ from colony_env.constants import N_ACTIONS
 from colony_env.env import AGENTS, ILLEGAL_ACTION
 from colony_env.rllib import ENV_NAME, MASK_KEY, PACKED_MASK_BYTES, RLLIB_OBS_KEY
 
-from ..checkpoint import CheckpointError, save_checkpoint
 from .. import config as config_lib
+from ..checkpoint import CheckpointError, save_checkpoint
+from ..cli import quiet_broken_pipe
 from ..config import ConfigError
 from ..model import PolicyValueNet, masked_log_probs
 from ..runlog import truncate_csv_after
@@ -765,6 +766,7 @@ def _resume_config(run_dir: Path, overrides: dict[str, Any]) -> RllibConfig:
     return load_config(run_dir / "config.yaml", overrides)
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     try:

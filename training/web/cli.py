@@ -7,6 +7,8 @@ import ipaddress
 import sys
 from pathlib import Path
 
+from ..cli import quiet_broken_pipe
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_CHECKPOINT_DIR = Path("checkpoints")
@@ -78,6 +80,7 @@ def _config(args: argparse.Namespace):
     return config
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..cli import quiet_broken_pipe
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "zero_quickstart.yaml"
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "object_store_memory": 80 * 1024**2}
@@ -46,6 +48,7 @@ def _run(out_dir: Path, name: str, args: argparse.Namespace, extra: list[str]) -
           f"{positions / sum(selfplay):.0f} positions/s in self-play; run wall {wall:.0f} s", flush=True)
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.zero.cluster_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--generations", type=int, default=3)

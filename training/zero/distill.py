@@ -49,6 +49,7 @@ from colony_env.engine import _wrap
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
+from ..cli import quiet_broken_pipe
 from ..model import masked_log_probs
 from ..teacher import greedy_action_features
 
@@ -365,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

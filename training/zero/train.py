@@ -50,6 +50,7 @@ from colony_env.observation import OBS_CHANNELS
 from .. import runlog
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
+from ..cli import quiet_broken_pipe
 from ..config import (
     ConfigError,
     config_from_dict,
@@ -318,6 +319,7 @@ def _error(msg: str) -> int:
     return 2
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     try:
