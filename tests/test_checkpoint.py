@@ -172,7 +172,7 @@ def test_shipped_zero_agent_loads_in_every_form() -> None:
     data = torch.load(shipped, weights_only=True)
     meta = data["meta"]
     assert (meta["trainer"], meta["generation"], int(meta["games"]), int(meta["positions"])) == \
-        ("colony-zero", 17, 1152, 129950)  # the numbers the card quotes
+        ("colony-zero", 29, 1920, 215858)  # the numbers the card quotes
     s = ce.new_game(11)
     for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
         agent = make_agent(spec.replace("checkpoints/", f"{shipped.parent}/"))
