@@ -269,10 +269,11 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
 
 
 def test_every_console_script_ends_quietly_on_a_closed_pipe():
-    """Each `[project.scripts]` entry is wrapped by `quiet_broken_pipe` (the test above drives one)."""
+    """Each `[project.scripts]` entry is wrapped by `quiet_broken_pipe` (test_cli_whose_reader_stops_early_keeps_its_results drives one)."""
     import importlib
-    import tomllib
     from pathlib import Path
+
+    import tomllib
 
     from training.cli import quiet_broken_pipe
 

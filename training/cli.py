@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what `head`-truncated Unix tools report
 
