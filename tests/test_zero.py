@@ -167,6 +167,17 @@ def test_tiny_run_resume_and_evaluate(tmp_path, capsys):
                             "--steps", "2"], capture_output=True, text=True, check=False, cwd=REPO)
     assert probe.returncode == 0, probe.stderr[-2000:]
     assert "greedy one-hot  step    0" in probe.stdout and "search targets  step    2" in probe.stdout
+    # a run started from this one records its starting point, through its own resume, so that a
+    # card can add up the compute behind an agent
+    child_out = tmp_path / "child"
+    assert zero_train.main(["--out-dir", str(child_out), "--generations", "1", "--no-progress",
+                            "--init-from", str(latest), *TINY]) == 0
+    child = next(child_out.iterdir())
+    assert zero_train.main(["--resume", str(child), "--generations", "2", "--no-progress"]) == 0
+    meta = read_checkpoint(child / "checkpoints" / "latest.pt")["meta"]
+    assert meta["generation"] == 1 and meta["games"] == 8
+    assert meta["init_from"]["path"] == str(latest) and meta["init_from"]["generation"] == 2
+    assert meta["init_from"]["games"] == data["meta"]["games"] + 4
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -147,11 +147,19 @@ def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]])
         f.flush()
 
 
+def ancestor_meta(path: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
+    """What a run started with `init_from` records of its starting point, so that a card can add up
+    the compute behind an agent: the path and the ancestor's own meta (with its ancestors, nested)."""
+    return {"path": str(path), **checkpoint.get("meta", {})}
+
+
 def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg: ZeroConfig, generation: int,
-          totals: dict[str, float], rng: np.random.Generator) -> Path:
+          totals: dict[str, float], rng: np.random.Generator, ancestor: dict[str, Any] | None = None) -> Path:
     meta = {"trainer": TRAINER, "generation": generation, "value_head": "tanh", **totals,
             "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(), "torch": str(torch.__version__),
             "python": platform.python_version()}
+    if ancestor is not None:
+        meta["init_from"] = ancestor
     extra = {"optimizer": opt.state_dict(), "generation": generation, "rng_state": rng.bit_generator.state}
     ckpt_dir = run_dir / "checkpoints"
     path = save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
@@ -199,13 +207,17 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         totals = {k: resume["meta"].get(k, 0) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
         rng = np.random.default_rng()
         rng.bit_generator.state = resume["rng_state"]
+        ancestor = resume["meta"].get("init_from")
     elif cfg.init_from:
-        model = build_model(read_checkpoint(cfg.init_from)).to(device)
+        init = read_checkpoint(cfg.init_from)
+        model = build_model(init).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
+        ancestor = ancestor_meta(cfg.init_from, init)
     else:
         model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features,
                                cfg.ownership_head).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
+        ancestor = None
     totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
@@ -240,7 +252,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
             totals["positions"] += data.n_positions
             totals["cpu_seconds"] += (time.process_time() - cpu0) + data.cpu_seconds
             totals["wall_seconds"] += t2 - t0
-            latest = _save(run_dir, model, opt, cfg, gen, totals, rng)
+            latest = _save(run_dir, model, opt, cfg, gen, totals, rng, ancestor)
             row = {"generation": gen, "games": int(totals["games"]), "positions": int(totals["positions"]),
                    "buffer": len(buffer), "game_length": round(float(data.game_lengths.mean()), 1),
                    "red_wins": round(float((data.game_winners == 0).mean()), 3),
