@@ -87,6 +87,9 @@ def test_cli_saves_the_record_and_rejects_bad_specs(tmp_path, capsys, monkeypatc
     assert main(["alphazero"]) == 2
     err = capsys.readouterr().err
     assert "unknown agent spec 'alphazero'" in err and len(err.strip().splitlines()) == 1
+    assert main(["alphazero", "--record", str(tmp_path / "sub" / "game.jsonl")]) == 2
+    assert not (tmp_path / "sub").exists()  # the record's folder, probed before the spec failed, is not left behind
+    capsys.readouterr()
     assert main([f"checkpoint:{tmp_path / 'none.pt'}"]) == 2
     assert "checkpoint file not found" in capsys.readouterr().err
     record = tmp_path / "game.jsonl"

@@ -107,7 +107,10 @@ def test_temporary_files_are_removed_and_writes_are_atomic(tmp_path: Path) -> No
 def test_output_paths_are_probed_before_any_work(tmp_path: Path) -> None:
     a_file = tmp_path / "notes.txt"
     a_file.write_text("x")
-    assert output_dir_problem(tmp_path / "new" / "deeper") is None and (tmp_path / "new" / "deeper").is_dir()
+    assert output_dir_problem(tmp_path / "new" / "deeper") is None
+    assert not (tmp_path / "new").exists()  # the probe leaves no folder behind for a tool that fails later
+    (tmp_path / "kept").mkdir()
+    assert output_dir_problem(tmp_path / "kept") is None and (tmp_path / "kept").is_dir()  # nor removes one
     assert "is a file" in output_dir_problem(a_file)
     assert "cannot write into" in output_dir_problem(a_file / "sub")  # a folder below a file
     assert output_file_problem(tmp_path / "out" / "games.jsonl") is None

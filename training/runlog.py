@@ -17,6 +17,7 @@ never counted and is removed by the rewind.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -181,15 +182,17 @@ def _framed_size(records: list[bytes]) -> int:
 
 
 def output_dir_problem(path: str | Path) -> str | None:
-    """Why files cannot be written into folder `path` (creating it if needed), or None if they can.
+    """Why files cannot be written into folder `path`, or None if they can.
 
     Checked by really creating the folder and a probe file, before hours of games are played
     whose results would otherwise be lost at the end (`os.access` is wrong for root, read-only
-    mounts and full disks).
+    mounts and full disks). The probe then removes the folders it made, so a tool that fails
+    later leaves nothing behind; writers create their folders when they write.
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
         return f"{str(path)!r} is a file, not a folder"
+    made = [p for p in (path, *path.parents) if not p.exists()]  # deepest first
     try:
         path.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".write-probe.", suffix=".tmp", dir=path)
@@ -197,6 +200,10 @@ def output_dir_problem(path: str | Path) -> str | None:
         os.unlink(probe)
     except OSError as e:
         return f"cannot write into {str(path)!r}: {e.strerror or type(e).__name__}"
+    finally:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
     return None
 
 

@@ -510,7 +510,6 @@ def build_parser() -> argparse.ArgumentParser:
 @quiet_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    created: Path | None = None  # the output folder, if this run made it (removed again if nothing is written)
     try:
         if args.combine:
             if args.agents:
@@ -527,7 +526,6 @@ def main(argv: list[str] | None = None) -> int:
         if not args.prior_draws >= 0 or not math.isfinite(args.prior_draws):
             raise EvalError(f"--prior-draws must be a finite number >= 0, got {args.prior_draws}")
         out = args.out or DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
-        created = None if out.exists() else out
         problem = output_dir_problem(out)
         if problem:  # found before the games are played, not after
             raise EvalError(f"--out: {problem}")
@@ -551,19 +549,11 @@ def main(argv: list[str] | None = None) -> int:
               f"wrote {', '.join(str(f) for f in files)}")
         return 0
     except (AgentSpecError, EvalError, RecordError) as e:
-        _remove_if_empty(created)
         print(f"colony-eval: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        _remove_if_empty(created)
         print("\ncolony-eval: interrupted", file=sys.stderr)
         return 130
-
-
-def _remove_if_empty(folder: Path | None) -> None:
-    """A failed or interrupted run leaves no empty output folder behind (only one it made itself)."""
-    if folder is not None and folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
 
 
 if __name__ == "__main__":
