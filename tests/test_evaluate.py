@@ -269,13 +269,13 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
 
 
 def test_every_console_script_ends_quietly_on_a_closed_pipe():
-    """Each `[project.scripts]` entry is wrapped by `quiet_broken_pipe` (test_cli_whose_reader_stops_early_keeps_its_results drives one)."""
+    """Each `[project.scripts]` entry is wrapped by `console_script` (test_cli_whose_reader_stops_early_keeps_its_results drives one)."""
     import importlib
     from pathlib import Path
 
     import tomllib
 
-    from training.cli import quiet_broken_pipe
+    from training.cli import console_script
 
     scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
     unwrapped = []
@@ -284,6 +284,64 @@ def test_every_console_script_ends_quietly_on_a_closed_pipe():
         fn = getattr(importlib.import_module(module), attr)
         if module == "training.web":  # a lazy shim (its worker processes import the package): the real entry
             fn = importlib.import_module("training.web.cli").main
-        if getattr(fn, "__code__", None) is not quiet_broken_pipe(lambda: 0).__code__:
+        if getattr(fn, "__code__", None) is not console_script(lambda: 0).__code__:
             unwrapped.append(name)
-    assert not unwrapped, f"console scripts without quiet_broken_pipe: {unwrapped}"
+    assert not unwrapped, f"console scripts without console_script: {unwrapped}"
+
+
+def _children(pid: int) -> set[int]:
+    """Direct child processes of `pid` (Linux /proc)."""
+    from pathlib import Path
+
+    kids: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids |= {int(k) for k in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    """Running or sleeping; a zombie (exited, not yet reaped) counts as gone."""
+    from pathlib import Path
+
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads worker processes from /proc")
+@pytest.mark.parametrize("argv, status, last_line", [
+    (["-m", "training.zero", "--workers", "2", "--channels", "8", "--blocks", "1", "--generations", "1",
+      "--games-per-generation", "64", "--parallel-games", "32", "--simulations", "16", "--no-progress"],
+     130, "colony-zero: interrupted; continue with --resume"),
+    (["-m", "training.eval.evaluate", "mcts:1000", "mcts:999", "--games", "8", "--workers", "2", "--no-progress"],
+     130, "colony-eval: interrupted"),
+])
+def test_sigterm_stops_a_tool_and_its_workers(tmp_path, argv, status, last_line):
+    """`kill PID` (or `timeout`, a scheduler) ends a tool as Ctrl-C does: one line, and no worker left playing."""
+    import os
+    import signal
+    import time
+    from pathlib import Path
+
+    argv = [*argv, "--out-dir" if "training.zero" in argv else "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen([sys.executable, *argv], cwd=Path(__file__).parents[1], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while len(_children(proc.pid)) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2, "the tool never started its worker processes"
+    time.sleep(1.0)  # into their work
+    os.kill(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1].startswith(last_line)
+    deadline = time.time() + 10
+    while any(_alive(w) for w in workers) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in workers), "worker processes outlived the tool"

@@ -31,7 +31,7 @@ from colony_env.agents.az import BatchedSearch, SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
 from .checkpoint import load_model
-from .cli import quiet_broken_pipe
+from .cli import console_script
 from .model import PolicyValueNet
 from .zero.evaluator import NetworkEvaluator
 
@@ -179,7 +179,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
     torch.set_num_threads(base_threads)
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.bench_zero", description=__doc__.split("\n\n")[0])
     p.add_argument("--games", type=int, default=32, help="searches in flight (leaves per batched call)")

@@ -2,28 +2,73 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
+from types import FrameType
 
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what `head`-truncated Unix tools report
+INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
 
-def quiet_broken_pipe(main: Callable[..., int]) -> Callable[..., int]:
-    """`main` whose reader went away (`colony-eval ... | head`) ends with status 141, not a traceback.
+def console_script(main: Callable[..., int]) -> Callable[..., int]:
+    """`main` as a console script: quiet on a closed pipe, and stopped by SIGTERM as by Ctrl-C.
 
-    Python ignores SIGPIPE, so the next print raises BrokenPipeError; the tools write their
-    result files before printing their tables, so nothing is lost by stopping there.
+    - A reader that went away (`colony-eval ... | head`) ends the tool with status 141, not a
+      traceback. Python ignores SIGPIPE, so the next print raises BrokenPipeError; the tools write
+      their result files before printing their tables, so nothing is lost by stopping there.
+    - SIGTERM (`kill`, `timeout`, a batch scheduler) raises KeyboardInterrupt, so the tool ends
+      through its own interrupt handling: one line, its worker processes stopped. Python's default
+      would end the main process at once and leave its workers playing on, orphaned.
     """
 
     @functools.wraps(main)
     def wrapper(*args: object, **kwargs: object) -> int:
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        handler = functools.partial(_interrupt, os.getpid())
+        previous = signal.signal(signal.SIGTERM, handler) if in_main_thread else None
         try:
             return main(*args, **kwargs)
         except BrokenPipeError:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # the interpreter flushes stdout at exit: not into the closed pipe
             return BROKEN_PIPE_STATUS
+        except KeyboardInterrupt:  # a tool without interrupt handling of its own
+            print(f"\n{_prog(main)}: interrupted", file=sys.stderr)
+            return INTERRUPTED_STATUS
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGTERM, previous)
 
     return wrapper
+
+
+def _prog(main: Callable[..., int]) -> str:
+    """The tool's name as it was started: `colony-eval`, or the module of `python -m ...`."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") else main.__module__
+
+
+def _interrupt(owner: int, signum: int, frame: FrameType | None) -> None:
+    """KeyboardInterrupt in the tool's own process; a forked worker, which inherits the handler, is
+    ended by SIGTERM as usual (that is how its pool terminates it)."""
+    if os.getpid() != owner:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise KeyboardInterrupt
+
+
+def terminate_workers(pool: cf.ProcessPoolExecutor) -> None:
+    """Stop a process pool now, tasks in flight included (an interrupted run replays them on resume).
+
+    `shutdown(cancel_futures=True)` only drops queued tasks and then waits for the running ones,
+    which can be minutes of self-play for a run that was asked to stop.
+    """
+    for process in list((getattr(pool, "_processes", None) or {}).values()):  # Python 3.14: pool.terminate_workers()
+        process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)

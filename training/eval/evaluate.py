@@ -40,7 +40,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 from ..config import SEED_MAX
 from ..runlog import output_dir_problem
 from .agent_specs import AgentSpecError, make_agent, parse_agent_spec
@@ -507,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

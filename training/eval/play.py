@@ -27,7 +27,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT, PASS_ACTION
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 from ..config import SEED_MAX
 from ..runlog import output_file_problem
 from . import agent_specs
@@ -204,7 +204,7 @@ class PlaySession:
         return GameRecord.from_game(self.initial, self.actions, names, meta)
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="colony-play", description="Play Colony against an agent in the terminal.",
                                      epilog=spec_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)

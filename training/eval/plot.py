@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 # (metrics.csv columns, panel title, y label); one panel may hold several series
 PANELS: tuple[tuple[tuple[str, ...], str, str], ...] = (
@@ -182,7 +182,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     return written
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="colony-plot", description="Learning curves of a colony-train run as PNG files.")
     p.add_argument("run_dir", help="a run directory written by colony-train")

@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 import colony_env as ce
 from colony_env.render import describe_result, render_rgb
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 RECORD_FORMAT = "colony-game-record"
 RECORD_VERSION = 1
@@ -285,7 +285,7 @@ def _write_frame(rec: GameRecord, states: list[ce.GameState], i: int, png: Path)
     print(f"wrote {png} (the position after ply {i} of {len(states) - 1})")
 
 
-@quiet_broken_pipe
+@console_script
 def replay_main(argv: list[str] | None = None) -> int:
     """Entry point of `colony-replay`."""
     parser = argparse.ArgumentParser(

@@ -15,10 +15,10 @@ import time
 import numpy as np
 import torch
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     from colony_env.observation import OBS_CHANNELS
 

@@ -52,7 +52,7 @@ from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 from ..config import ConfigError, TrainConfig, config_help, load_config, resolve_device, save_config, split_overrides
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import csv_data_rows, log_positions, remove_temp_files, rewind_events, rewind_logs
@@ -624,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)

@@ -16,10 +16,10 @@ import statistics
 import sys
 import time
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.rllib.bench", description=__doc__.splitlines()[0])
     p.add_argument("--envs-per-runner", type=int, default=32, help="games the env runner steps together")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint import CheckpointError, save_checkpoint
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # as training.rllib.selfplay.MODULE_DIR (no ray needed here)
 
@@ -79,7 +79,7 @@ def export_rllib_checkpoint(rllib_checkpoint: str | Path, out: str | Path, modul
     return save_checkpoint(out, net, config=config, meta=meta)
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="colony-rllib-export", description=__doc__.splitlines()[0])
     p.add_argument("checkpoint", help="an RLlib checkpoint directory, or a colony-train-rllib run directory (newest)")

@@ -50,7 +50,7 @@ from colony_env.rllib import ENV_NAME, MASK_KEY, PACKED_MASK_BYTES, RLLIB_OBS_KE
 
 from .. import config as config_lib
 from ..checkpoint import CheckpointError, save_checkpoint
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 from ..config import ConfigError
 from ..model import PolicyValueNet, masked_log_probs
 from ..runlog import truncate_csv_after
@@ -766,7 +766,7 @@ def _resume_config(run_dir: Path, overrides: dict[str, Any]) -> RllibConfig:
     return load_config(run_dir / "config.yaml", overrides)
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     try:

@@ -7,7 +7,7 @@ import ipaddress
 import sys
 from pathlib import Path
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -80,7 +80,7 @@ def _config(args: argparse.Namespace):
     return config
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

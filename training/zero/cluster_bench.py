@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "zero_quickstart.yaml"
@@ -48,7 +48,7 @@ def _run(out_dir: Path, name: str, args: argparse.Namespace, extra: list[str]) -
           f"{positions / sum(selfplay):.0f} positions/s in self-play; run wall {wall:.0f} s", flush=True)
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.zero.cluster_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--generations", type=int, default=3)

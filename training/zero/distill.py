@@ -49,7 +49,7 @@ from colony_env.engine import _wrap
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
-from ..cli import quiet_broken_pipe
+from ..cli import console_script, terminate_workers
 from ..model import masked_log_probs
 from ..teacher import greedy_action_features
 
@@ -178,8 +178,9 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
     pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     positions = 0
     ctx = mp.get_context("spawn")  # torch in forked workers can hang; spawn as colony-eval does
-    with cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
-                                initargs=(cfg.init, cfg.simulations, cfg.prior_c)) as pool:
+    pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
+                                  initargs=(cfg.init, cfg.simulations, cfg.prior_c))
+    try:
         for game, s, v in pool.map(_play_job, jobs, chunksize=1):
             pending[game] = (s, v)
             positions += len(s)
@@ -191,6 +192,11 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
                 write_shard(paths[shard], list(games), pending)
                 for g in games:
                     del pending[g]
+    except BaseException:
+        terminate_workers(pool)  # stopped (Ctrl-C, SIGTERM) or failed: not after the games in flight
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
     bar.close()
     return paths
 
@@ -366,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ..cli import quiet_broken_pipe
+from ..cli import console_script
 
 PROG = "python -m training.zero.plot"
 
@@ -74,7 +74,7 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None) -> P
     return out
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description="Plot colony-zero learning curves (Elo against CPU hours).")
     p.add_argument("runs", nargs="+", help="run directories written by colony-zero")

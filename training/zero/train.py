@@ -50,7 +50,7 @@ from colony_env.observation import OBS_CHANNELS
 from .. import runlog
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import quiet_broken_pipe
+from ..cli import console_script, terminate_workers
 from ..config import (
     ConfigError,
     config_from_dict,
@@ -279,6 +279,10 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                             len=row["game_length"])
             bar.update()
         _report_lost_nodes(pool, lost_reported, bar)
+    except BaseException:
+        if isinstance(pool, cf.ProcessPoolExecutor):
+            terminate_workers(pool)  # stopped (Ctrl-C, SIGTERM) or failed: not after the chunks in flight
+        raise
     finally:
         bar.close()
         writer.close()
@@ -331,9 +335,10 @@ def _error(msg: str) -> int:
     return 2
 
 
-@quiet_broken_pipe
+@console_script
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
+    run_dir: Path | None = None
     try:
         overrides = split_overrides(rest, ZeroConfig, example="--generations 10")
         if args.resume:
@@ -364,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
-        return _error("interrupted; continue with --resume")
+        print(f"{PROG}: interrupted" + (f"; continue with --resume {run_dir}" if run_dir else ""), file=sys.stderr)
+        return 130
     print(f"{PROG}: latest checkpoint {latest}")
     return 0
 
