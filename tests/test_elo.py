@@ -71,3 +71,27 @@ def test_score_interval():
     lo, hi = score_interval(0.5, 400)
     assert lo == pytest.approx(1 - hi) and hi - lo == pytest.approx(2 * 1.96 * 0.5 / math.sqrt(400), rel=0.01)
     assert score_interval(0.3, 0) == (0.0, 1.0)
+
+
+def test_fixed_ratings_hold_and_the_rest_is_fitted_against_them():
+    import math
+
+    from training.eval.elo import LADDER_ELO, PairTally, fit_elo, ladder_rating
+
+    # a even against an opponent held at +400 is rated +400 (the virtual draw keeps it even)
+    fit = fit_elo([PairTally("a", "b", 50, 0, 50)], fixed={"b": 400.0})
+    assert fit.ratings["b"] == pytest.approx(400.0) and fit.ratings["a"] == pytest.approx(400.0) and fit.ci95["a"] > 0
+    # 3 of 4 against greedy puts the agent about 191 Elo above greedy's ladder rating ...
+    g = LADDER_ELO["greedy"]
+    rating, ci = ladder_rating("agent", [PairTally("agent", "greedy", 300, 0, 100)])
+    expected = g + 400 * math.log10(300.5 / 100.5)  # with the one virtual draw
+    assert abs(rating - expected) < 1e-3 and 0 < ci < 150
+    # ... and winning every game against random as well moves it only a little, where a fit with
+    # random as the free anchor of a gauntlet is set by those saturated games alone
+    both, _ = ladder_rating("agent", [PairTally("agent", "random", 400, 0, 0), PairTally("agent", "greedy", 300, 0, 100)])
+    assert expected < both < expected + 20
+    # opponents off the ladder are left out; none on it gives no rating
+    assert ladder_rating("agent", [PairTally("agent", "mcts:7", 3, 0, 1), PairTally("agent", "greedy", 300, 0, 100)])[0] == rating
+    assert all(math.isnan(v) for v in ladder_rating("agent", [PairTally("agent", "mcts:7", 3, 0, 1)]))
+    with pytest.raises(ValueError, match="not agents"):
+        fit_elo([PairTally("a", "b", 1, 0, 1)], fixed={"c": 0.0})

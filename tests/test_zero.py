@@ -318,3 +318,13 @@ def test_playout_value_settings_are_checked():
     with pytest.raises(ConfigError, match="value_rollouts"):
         ZeroConfig(value_rollouts=-1).finalize()
     assert ZeroConfig(value_rollouts=4, rollout_value_mix=1.0).finalize().rollout_value_mix == 1.0
+
+
+@pytest.mark.parametrize("offset", ["-1", "nan", "inf"])
+def test_plot_refuses_a_bad_offset(offset, capsys, tmp_path):
+    from training.zero.plot import main as plot_main
+
+    assert plot_main([str(tmp_path), "--offset", offset, "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--offset takes finite CPU hours >= 0" in err[0]
+    assert not (tmp_path / "c.png").exists()

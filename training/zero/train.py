@@ -173,6 +173,7 @@ def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg:
 
 def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
     """The policy (and the search agent) against the ladder; one row per (agent, opponent)."""
+    from ..eval.elo import PairTally, ladder_rating
     from ..eval.evaluate import evaluate
 
     agents = [f"checkpoint:{path}"]
@@ -183,11 +184,12 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
         result = evaluate([agent, *cfg.eval_opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
                           workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False)
         label = "policy" if agent.endswith(".pt") else f"az:{cfg.eval_simulations}"
+        elo, elo_ci95 = ladder_rating(agent, [PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in result.pairs])
         for s in result.pairs:
             rows.append({"generation": generation, "cpu_hours": round(cpu_hours, 4), "agent": label, "opponent": s.b,
                          "games": s.games, "wins": s.wins, "draws": s.draws, "losses": s.losses,
                          "score": round(s.score, 4), "score_lo": round(s.ci_low, 4), "score_hi": round(s.ci_high, 4),
-                         "elo": round(result.elo.ratings[s.a], 1), "elo_ci95": round(result.elo.ci95[s.a], 1)})
+                         "elo": round(elo, 1), "elo_ci95": round(elo_ci95, 1)})
     return rows
 
 
