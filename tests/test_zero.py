@@ -17,7 +17,7 @@ from colony_env.agents.az import SearchConfig
 from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_CHANNELS, encode_observation
 from training.checkpoint import load_policy_agent, read_checkpoint
-from training.config import ConfigError
+from training.config import ConfigError, load_config
 from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from training.eval.evaluate import main as evaluate_main
 from training.model import PolicyValueNet
@@ -328,3 +328,17 @@ def test_plot_refuses_a_bad_offset(offset, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--offset takes finite CPU hours >= 0" in err[0]
     assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("zero*.yaml")), ids=lambda p: p.name)
+def test_shipped_zero_configs_load(path):
+    """Every colony-zero config loads; one that starts from a network the user makes first (its comment
+    says how) is checked with that file replaced by a shipped checkpoint."""
+    import yaml
+
+    init = yaml.safe_load(path.read_text()).get("init_from", "")
+    overrides = {} if not init or (REPO / init).is_file() else {"init_from": str(REPO / "checkpoints" / "colony_zero.pt")}
+    if init.startswith("checkpoints/"):
+        overrides = {"init_from": str(REPO / init)}
+    cfg = load_config(path, overrides, cls=ZeroConfig)
+    assert cfg.generations >= 1 and cfg.games_per_generation >= cfg.workers

@@ -205,6 +205,10 @@ class PairStats:
     mean_plies: float
     end_reasons: dict[str, int]
 
+    def tally(self) -> PairTally:
+        """The counts the Elo fit takes."""
+        return PairTally(self.a, self.b, self.wins, self.draws, self.losses)
+
 
 @dataclass
 class EvalResult:
@@ -354,7 +358,7 @@ def evaluate(
     results.sort(key=lambda r: (r.pairing, r.setup, r.swapped))
     stats = tally_pairs(names, pairs, results)
     try:
-        elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], agents=names, prior_draws=prior_draws)
+        elo = fit_elo([s.tally() for s in stats], agents=names, prior_draws=prior_draws)
     except ValueError as e:  # e.g. --prior-draws 0 with a 100% score
         raise EvalError(str(e)) from None
     config = {
@@ -470,7 +474,7 @@ def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> 
         red = red_points / red_games if red_games else float("nan")
         stats.append(PairStats(a, b, n, w, d, l, score, lo, hi, red, plies / n, {}))
     try:
-        elo = fit_elo([PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in stats], prior_draws=prior_draws)
+        elo = fit_elo([s.tally() for s in stats], prior_draws=prior_draws)
     except ValueError as e:
         raise EvalError(f"--combine: {e}") from None
     return stats, elo

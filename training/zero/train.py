@@ -173,7 +173,7 @@ def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg:
 
 def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
     """The policy (and the search agent) against the ladder; one row per (agent, opponent)."""
-    from ..eval.elo import PairTally, ladder_rating
+    from ..eval.elo import ladder_rating
     from ..eval.evaluate import evaluate
 
     agents = [f"checkpoint:{path}"]
@@ -184,7 +184,7 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
         result = evaluate([agent, *cfg.eval_opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
                           workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False)
         label = "policy" if agent.endswith(".pt") else f"az:{cfg.eval_simulations}"
-        elo, elo_ci95 = ladder_rating(agent, [PairTally(s.a, s.b, s.wins, s.draws, s.losses) for s in result.pairs])
+        elo, elo_ci95 = ladder_rating(agent, [s.tally() for s in result.pairs])
         for s in result.pairs:
             rows.append({"generation": generation, "cpu_hours": round(cpu_hours, 4), "agent": label, "opponent": s.b,
                          "games": s.games, "wins": s.wins, "draws": s.draws, "losses": s.losses,

@@ -1,0 +1,231 @@
+"""`python -m training.zero.refit`: fit a new network to the self-play data of finished runs.
+
+    python -m training.zero.refit runs/zero-A runs/zero-B --channels 64 --blocks 4 --samples 700000 --out runs/refit
+    python -m training.zero.refit --resume runs/refit
+
+A colony-zero run's replay shards (`RUN/replay/gen_*.npz`) keep every position it played with
+the search's improved policy, the game's result and the playouts' mean. That is a supervised
+data set: a network of another shape can be fitted to it without playing a game, which is how
+a run changes network mid-way (AlphaGo Zero's "supervised" baseline; KataGo's practice of
+training a larger net on the smaller net's games). The result is an ordinary checkpoint that
+every tool plays and that `colony-zero` continues with `init_from`.
+
+One shard per source run (its newest) is held out: the held-out policy and value losses in
+`metrics.csv` say whether more samples still help. The learning rate falls from
+`--learning-rate` to a tenth of it along a cosine over `--samples`. Every `--save-every`
+samples `checkpoints/latest.pt` is written atomically with the optimizer and generator state,
+so `--resume DIR` continues exactly where a stopped fit was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from colony_env.observation import OBS_CHANNELS
+
+from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
+from ..cli import console_script
+from ..config import ConfigError
+from ..model import PolicyValueNet, masked_log_probs
+from .config import ZeroConfig
+from .replay import ReplayError, make_batch, read_shard, shard_generations, shard_path
+from .selfplay import GameData, concat
+from .train import fit
+
+PROG = "refit"
+TRAINER = "refit"
+VALIDATION_SAMPLES = 4096
+"""Held-out positions scored at every save (a fixed draw, so the numbers compare)."""
+LR_FLOOR = 0.1
+"""The cosine schedule ends at this share of the learning rate."""
+METRICS_FIELDS = ("samples", "cpu_hours", "learning_rate", "policy_loss", "value_loss", "ownership_loss",
+                  "val_policy_loss", "val_value_loss")
+
+
+class RefitError(ValueError):
+    """A source or option that cannot be used; the message says which and why."""
+
+
+def load_sources(runs: list[str]) -> tuple[GameData, GameData, float]:
+    """(training positions, held-out positions, self-play CPU seconds behind them) of the runs' shards."""
+    train_parts: list[GameData] = []
+    held_parts: list[GameData] = []
+    cpu = 0.0
+    for run in runs:
+        gens = shard_generations(Path(run))
+        if len(gens) < 2:
+            raise RefitError(f"{run!r} has {len(gens)} replay shard(s) in {run}/replay; a source run needs at least 2 "
+                             "(one is held out)")
+        for g in gens:
+            data = read_shard(shard_path(Path(run), g))
+            cpu += data.cpu_seconds
+            (held_parts if g == gens[-1] else train_parts).append(data)
+    return concat(train_parts), concat(held_parts), cpu
+
+
+@torch.no_grad()
+def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> tuple[float, float]:
+    """Policy cross-entropy and value squared error on a fixed draw of held-out positions (no augmentation)."""
+    model.eval()
+    idx = np.random.default_rng(0).permutation(held.n_positions)[:VALIDATION_SAMPLES]
+    pl = vl = 0.0
+    for chunk in np.array_split(idx, max(1, len(idx) // 512)):
+        _, obs, ids, probs, valid, z = make_batch(held, chunk, cfg.root_value_mix, cfg.rollout_value_mix)
+        logits, value = model(torch.from_numpy(obs), torch.from_numpy(ids))[:2]
+        valid_t = torch.from_numpy(valid)
+        logp = masked_log_probs(logits, valid_t)
+        pl += float(-(torch.where(valid_t, torch.from_numpy(probs) * logp, torch.zeros_like(logp))).sum(-1).sum())
+        vl += float(((torch.tanh(value) - torch.from_numpy(z)) ** 2).sum())
+    return pl / len(idx), vl / len(idx)
+
+
+def learning_rate(cfg: ZeroConfig, done: int, total: int) -> float:
+    frac = min(1.0, done / max(1, total))
+    return cfg.learning_rate * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: Path,
+          resume: dict[str, Any] | None = None, progress: bool = True) -> Path:
+    """Fit (or continue fitting) a network on the runs' shards; returns the path of `refit.pt`."""
+    torch.set_num_threads(max(1, cfg.torch_threads))
+    data, held, selfplay_cpu = load_sources(runs)
+    if resume is not None:
+        model = build_model(resume)
+        done = int(resume["samples_done"])
+        cpu = float(resume["meta"]["fit_cpu_seconds"])
+        rng = np.random.default_rng()
+        rng.bit_generator.state = resume["rng_state"]
+    else:
+        torch.manual_seed(cfg.seed)
+        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features, cfg.ownership_head)
+        done, cpu, rng = 0, 0.0, np.random.default_rng(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    if resume is not None:
+        opt.load_state_dict(resume["optimizer"])
+    metrics = out / "metrics.csv"
+    _truncate_after(metrics, done)
+    bar = tqdm(total=samples, initial=done, desc=PROG, unit="sample", unit_scale=True, disable=not progress,
+               dynamic_ncols=True)
+    meta: dict[str, Any] = {}
+    try:
+        while done < samples:
+            cpu0 = time.process_time()
+            chunk = min(save_every, samples - done)
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(cfg, done, samples)
+            losses = fit(model, opt, data, max(1, chunk // cfg.batch_size), cfg, rng, torch.device("cpu"))
+            done += chunk
+            val_pl, val_vl = held_out_losses(model, held, cfg)
+            cpu += time.process_time() - cpu0
+            meta = {"trainer": TRAINER, "value_head": "tanh", "sources": list(runs),
+                    "positions": data.n_positions, "held_out_positions": held.n_positions, "samples": done,
+                    "fit_cpu_seconds": cpu, "source_selfplay_cpu_seconds": selfplay_cpu,
+                    "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(),
+                    "torch": str(torch.__version__), "python": platform.python_version()}
+            save_checkpoint(out / "checkpoints" / "latest.pt", model, cfg.to_dict(), meta,
+                            {"optimizer": opt.state_dict(), "samples_done": done, "rng_state": rng.bit_generator.state,
+                             "refit": {"samples": samples, "save_every": save_every}})
+            row = {"samples": done, "cpu_hours": round(cpu / 3600, 4), "learning_rate": round(opt.param_groups[0]["lr"], 7),
+                   **{k: round(losses[k], 4) for k in ("policy_loss", "value_loss", "ownership_loss")},
+                   "val_policy_loss": round(val_pl, 4), "val_value_loss": round(val_vl, 4)}
+            _append_row(metrics, row)
+            bar.set_postfix(pl=f"{losses['policy_loss']:.3f}", val_pl=f"{val_pl:.3f}", val_vl=f"{val_vl:.3f}")
+            bar.update(chunk)
+    finally:
+        bar.close()
+    return save_checkpoint(out / "refit.pt", model, cfg.to_dict(), meta or read_checkpoint(out / "checkpoints" / "latest.pt")["meta"])
+
+
+def _append_row(path: Path, row: dict[str, Any]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=METRICS_FIELDS)
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def _truncate_after(path: Path, samples: int) -> None:
+    """Drop rows written after the checkpoint a resumed fit starts from (one row per save, always)."""
+    if not path.is_file():
+        return
+    with path.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if int(r["samples"]) <= samples]
+    path.unlink()
+    for r in rows:
+        _append_row(path, r)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="Fit a new network to the replay shards of finished colony-zero "
+                                "runs (docs/zero.md).")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="colony-zero run directories whose replay/ shards are the data")
+    p.add_argument("--out", help="output directory (metrics.csv, checkpoints/latest.pt, refit.pt)")
+    p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources and settings)")
+    p.add_argument("--channels", type=int, default=64, help="trunk width (default 64)")
+    p.add_argument("--blocks", type=int, default=4, help="residual blocks (default 4)")
+    p.add_argument("--samples", type=int, default=700_000, help="positions shown in all (default 700000)")
+    p.add_argument("--save-every", type=int, default=50_000, help="samples between checkpoints (default 50000)")
+    p.add_argument("--learning-rate", type=float, default=1e-3, help="peak learning rate (default 0.001)")
+    p.add_argument("--rollout-value-mix", type=float, default=0.5,
+                   help="share of the playouts' mean in the value target, the rest the game's result (default 0.5)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _error(msg: str) -> int:
+    print(f"{PROG}: error: {msg}", file=sys.stderr)
+    return 2
+
+
+@console_script
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.resume:
+            out = Path(args.resume)
+            latest = out / "checkpoints" / "latest.pt"
+            if not latest.is_file():
+                return _error(f"--resume {str(out)!r}: no checkpoints/latest.pt there (is it a refit directory?)")
+            resume = read_checkpoint(latest)
+            if "samples_done" not in resume:
+                return _error(f"{str(latest)!r} is not a refit checkpoint")
+            cfg = ZeroConfig(**resume["config"]).finalize()
+            runs, samples, save_every = resume["meta"]["sources"], int(resume["refit"]["samples"]), int(resume["refit"]["save_every"])
+        else:
+            if not args.runs or not args.out:
+                return _error("give the source RUN directories and --out DIR (or --resume DIR)")
+            if args.samples < 1 or args.save_every < 1 or args.threads < 1:
+                return _error("--samples, --save-every and --threads must be positive integers")
+            cfg = ZeroConfig(channels=args.channels, blocks=args.blocks, learning_rate=args.learning_rate,
+                             rollout_value_mix=args.rollout_value_mix, value_rollouts=1, torch_threads=args.threads,
+                             seed=args.seed).finalize()
+            runs, samples, save_every, resume = list(args.runs), args.samples, args.save_every, None
+            out = Path(args.out)
+            if (out / "checkpoints" / "latest.pt").exists():
+                return _error(f"--out {str(out)!r} already holds a fit; continue it with --resume {out}")
+        path = refit(cfg, runs, samples, save_every, out, resume, progress=not args.no_progress)
+    except (RefitError, ReplayError, CheckpointError, ConfigError) as e:
+        return _error(str(e))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; continue with --resume {args.resume or args.out}", file=sys.stderr)
+        return 130
+    print(f"{PROG}: wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
