@@ -40,9 +40,11 @@ def _weights(path: Path) -> dict[str, torch.Tensor]:
     return read_checkpoint(path)["model"]
 
 
-def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(source_run, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("greedy_input", [False, True], ids=["planes-only", "greedy-input"])
+def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(greedy_input, source_run, tmp_path, monkeypatch, capsys):
+    small = [*SMALL, "--greedy-input"] if greedy_input else SMALL
     straight = tmp_path / "straight"
-    assert refit_mod.main([str(source_run), "--out", str(straight), *SMALL]) == 0
+    assert refit_mod.main([str(source_run), "--out", str(straight), *small]) == 0
     with (straight / "metrics.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert [r["samples"] for r in rows] == ["64", "128"]
@@ -50,6 +52,7 @@ def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(source_run, tmp_
     meta = read_checkpoint(straight / "refit.pt")["meta"]
     assert meta["sources"] == [str(source_run)] and meta["samples"] == 128
     assert meta["held_out_positions"] > 0 and meta["positions"] > 0  # the newest shard held out, the rest fitted
+    assert read_checkpoint(straight / "refit.pt")["architecture"]["heuristic_prior"] == int(greedy_input)
     agent = load_policy_agent(straight / "refit.pt")
     s = ce.new_game(0)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
@@ -65,10 +68,10 @@ def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(source_run, tmp_
         return real_fit(*a, **k)
 
     monkeypatch.setattr(refit_mod, "fit", fit_then_stop)
-    assert refit_mod.main([str(source_run), "--out", str(stopped), *SMALL]) == 130
+    assert refit_mod.main([str(source_run), "--out", str(stopped), *small]) == 130
     assert "continue with --resume" in capsys.readouterr().err
     monkeypatch.setattr(refit_mod, "fit", real_fit)
-    assert refit_mod.main([str(source_run), "--out", str(stopped), *SMALL]) == 2  # not silently overwritten
+    assert refit_mod.main([str(source_run), "--out", str(stopped), *small]) == 2  # not silently overwritten
     assert refit_mod.main(["--resume", str(stopped), "--no-progress"]) == 0
     with (stopped / "metrics.csv").open() as f:
         assert [r["samples"] for r in csv.DictReader(f)] == ["64", "128"]

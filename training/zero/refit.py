@@ -38,6 +38,7 @@ from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_che
 from ..cli import console_script
 from ..config import ConfigError
 from ..model import PolicyValueNet, masked_log_probs
+from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .replay import ReplayError, make_batch, read_shard, shard_generations, shard_path
 from .selfplay import GameData, concat
@@ -81,8 +82,11 @@ def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> t
     idx = np.random.default_rng(0).permutation(held.n_positions)[:VALIDATION_SAMPLES]
     pl = vl = 0.0
     for chunk in np.array_split(idx, max(1, len(idx) // 512)):
-        _, obs, ids, probs, valid, z = make_batch(held, chunk, cfg.root_value_mix, cfg.rollout_value_mix)
-        logits, value = model(torch.from_numpy(obs), torch.from_numpy(ids))[:2]
+        states, obs, ids, probs, valid, z = make_batch(held, chunk, cfg.root_value_mix, cfg.rollout_value_mix)
+        feats = None
+        if model.heuristic_prior:
+            feats = torch.from_numpy(greedy_action_features(states, np.arange(len(chunk)), ids.shape[1]))
+        logits, value = model(torch.from_numpy(obs), torch.from_numpy(ids), feats)[:2]
         valid_t = torch.from_numpy(valid)
         logp = masked_log_probs(logits, valid_t)
         pl += float(-(torch.where(valid_t, torch.from_numpy(probs) * logp, torch.zeros_like(logp))).sum(-1).sum())
@@ -96,7 +100,7 @@ def learning_rate(cfg: ZeroConfig, done: int, total: int) -> float:
 
 
 def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: Path,
-          resume: dict[str, Any] | None = None, progress: bool = True) -> Path:
+          resume: dict[str, Any] | None = None, progress: bool = True, greedy_input: bool = False) -> Path:
     """Fit (or continue fitting) a network on the runs' shards; returns the path of `refit.pt`."""
     torch.set_num_threads(max(1, cfg.torch_threads))
     data, held, selfplay_cpu = load_sources(runs)
@@ -108,7 +112,8 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
         rng.bit_generator.state = resume["rng_state"]
     else:
         torch.manual_seed(cfg.seed)
-        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features, cfg.ownership_head)
+        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, greedy_input, cfg.target_features,
+                               cfg.ownership_head)
         done, cpu, rng = 0, 0.0, np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
@@ -175,6 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources and settings)")
     p.add_argument("--channels", type=int, default=64, help="trunk width (default 64)")
     p.add_argument("--blocks", type=int, default=4, help="residual blocks (default 4)")
+    p.add_argument("--greedy-input", action="store_true",
+                   help="add the greedy agent's score of each move to the logits, as colony_ppo.pt and colony_zero.pt "
+                   "do (a heuristic input; without it the network sees only the observation planes)")
     p.add_argument("--samples", type=int, default=700_000, help="positions shown in all (default 700000)")
     p.add_argument("--save-every", type=int, default=50_000, help="samples between checkpoints (default 50000)")
     p.add_argument("--learning-rate", type=float, default=1e-3, help="peak learning rate (default 0.001)")
@@ -217,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(args.out)
             if (out / "checkpoints" / "latest.pt").exists():
                 return _error(f"--out {str(out)!r} already holds a fit; continue it with --resume {out}")
-        path = refit(cfg, runs, samples, save_every, out, resume, progress=not args.no_progress)
+        path = refit(cfg, runs, samples, save_every, out, resume, progress=not args.no_progress,
+                     greedy_input=args.greedy_input)
     except (RefitError, ReplayError, CheckpointError, ConfigError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
