@@ -53,6 +53,12 @@ def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(greedy_input, so
     assert meta["sources"] == [str(source_run)] and meta["samples"] == 128
     assert meta["held_out_positions"] > 0 and meta["positions"] > 0  # the newest shard held out, the rest fitted
     assert read_checkpoint(straight / "refit.pt")["architecture"]["heuristic_prior"] == int(greedy_input)
+    # --score reproduces the last logged held-out losses of the same network and writes nothing
+    capsys.readouterr()
+    assert refit_mod.main([str(source_run), "--score", str(straight / "refit.pt")]) == 0
+    line = capsys.readouterr().out
+    assert abs(float(line.split("cross-entropy ")[1].split(",")[0]) - float(rows[1]["val_policy_loss"])) < 1e-3, line
+    assert abs(float(line.split("squared error ")[1].split(" ")[0]) - float(rows[1]["val_value_loss"])) < 1e-3, line
     agent = load_policy_agent(straight / "refit.pt")
     s = ce.new_game(0)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
@@ -88,6 +94,8 @@ def test_refit_errors_are_one_line(source_run, tmp_path, capsys):
         ([str(one_shard), "--out", str(tmp_path / "o1")], "at least 2"),
         ([str(source_run), "--out", str(tmp_path / "o2"), "--samples", "0"], "positive"),
         (["--resume", str(tmp_path / "nothing")], "no checkpoints/latest.pt"),
+        (["--score", str(tmp_path / "missing.pt")], "--score needs"),
+        ([str(source_run), "--score", str(tmp_path / "missing.pt")], "missing.pt"),
         ([str(source_run), "--out", str(tmp_path / "o3"), "--rollout-value-mix", "2"], "rollout_value_mix"),
     ]
     for argv, message in cases:

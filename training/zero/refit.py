@@ -178,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("runs", nargs="*", metavar="RUN", help="colony-zero run directories whose replay/ shards are the data")
     p.add_argument("--out", help="output directory (metrics.csv, checkpoints/latest.pt, refit.pt)")
     p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources and settings)")
+    p.add_argument("--score", metavar="CHECKPOINT", action="append", default=[],
+                   help="print CHECKPOINT's losses on the RUNs' held-out shards and exit (repeatable; writes nothing)")
     p.add_argument("--channels", type=int, default=64, help="trunk width (default 64)")
     p.add_argument("--blocks", type=int, default=4, help="residual blocks (default 4)")
     p.add_argument("--greedy-input", action="store_true",
@@ -203,6 +205,17 @@ def _error(msg: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.score:
+            if not args.runs:
+                return _error("--score needs the source RUN directories whose held-out shards it scores")
+            cfg = ZeroConfig(rollout_value_mix=args.rollout_value_mix, value_rollouts=1).finalize()
+            torch.set_num_threads(max(1, args.threads))
+            held = load_sources(list(args.runs))[1]
+            for path in args.score:
+                pl, vl = held_out_losses(build_model(read_checkpoint(path)), held, cfg)
+                print(f"{path}: held-out policy cross-entropy {pl:.4f}, value squared error {vl:.4f} "
+                      f"({min(VALIDATION_SAMPLES, held.n_positions)} of {held.n_positions} positions)")
+            return 0
         if args.resume:
             out = Path(args.resume)
             latest = out / "checkpoints" / "latest.pt"
