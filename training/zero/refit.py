@@ -36,7 +36,7 @@ from colony_env.observation import OBS_CHANNELS
 
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
-from ..config import ConfigError
+from ..config import ConfigError, config_from_dict
 from ..model import PolicyValueNet, masked_log_probs
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
@@ -224,8 +224,12 @@ def main(argv: list[str] | None = None) -> int:
             resume = read_checkpoint(latest)
             if "samples_done" not in resume:
                 return _error(f"{str(latest)!r} is not a refit checkpoint")
-            cfg = ZeroConfig(**resume["config"]).finalize()
-            runs, samples, save_every = resume["meta"]["sources"], int(resume["refit"]["samples"]), int(resume["refit"]["save_every"])
+            try:
+                cfg = config_from_dict(resume["config"], cls=ZeroConfig)
+                runs = [str(r) for r in resume["meta"]["sources"]]
+                samples, save_every = int(resume["refit"]["samples"]), int(resume["refit"]["save_every"])
+            except (KeyError, TypeError, ValueError) as e:
+                return _error(f"{str(latest)!r} is a damaged refit checkpoint ({type(e).__name__}: {e})")
         else:
             if not args.runs or not args.out:
                 return _error("give the source RUN directories and --out DIR (or --resume DIR)")
