@@ -95,6 +95,7 @@ def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> t
 
 
 def learning_rate(cfg: ZeroConfig, done: int, total: int) -> float:
+    """Cosine from the peak to LR_FLOOR of it: the late, small steps settle the fit on the whole data set."""
     frac = min(1.0, done / max(1, total))
     return cfg.learning_rate * (LR_FLOOR + (1 - LR_FLOOR) * 0.5 * (1 + math.cos(math.pi * frac)))
 
