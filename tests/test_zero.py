@@ -16,7 +16,7 @@ from colony_env import symmetry
 from colony_env.agents.az import SearchConfig
 from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_CHANNELS, encode_observation
-from training.checkpoint import load_policy_agent, read_checkpoint
+from training.checkpoint import CheckpointError, load_policy_agent, read_checkpoint
 from training.config import ConfigError, load_config
 from training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from training.eval.evaluate import main as evaluate_main
@@ -342,3 +342,13 @@ def test_shipped_zero_configs_load(path):
         overrides = {"init_from": str(REPO / init)}
     cfg = load_config(path, overrides, cls=ZeroConfig)
     assert cfg.generations >= 1 and cfg.games_per_generation >= cfg.workers
+
+
+@pytest.mark.parametrize("path", ["9" * 5000, "a\0b.pt"], ids=["too-long", "nul-byte"])
+def test_a_path_the_os_cannot_look_up_is_a_one_line_error(path, tmp_path, capsys):
+    """Found by tests/test_fuzz_config.py: a 5,000-character init_from raised OSError (name too long)."""
+    assert zero_train.main(["--out-dir", str(tmp_path), "--init-from", path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "init_from" in err[0]
+    with pytest.raises(CheckpointError, match="does not exist"):
+        read_checkpoint(path)

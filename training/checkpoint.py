@@ -43,6 +43,7 @@ from colony_env.agents import MCTSAgent
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .model import MaskedCategorical, PolicyValueNet
+from .runlog import is_file
 from .teacher import greedy_action_features
 
 CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
@@ -173,10 +174,13 @@ def _check_fields(p: Path, data: dict[str, Any]) -> None:
 def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """Load and check a checkpoint's format; raises `CheckpointError` with the reason."""
     p = Path(path)
-    if p.is_dir():
-        raise CheckpointError(f"{str(p)!r} is a directory, not a checkpoint file")
-    if not p.is_file():
-        raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
+    if not is_file(p):
+        try:
+            is_dir = p.is_dir()
+        except (OSError, ValueError):  # a name the OS cannot look up (too long, NUL byte) is simply not there
+            is_dir = False
+        raise CheckpointError(f"{str(p)!r} is a directory, not a checkpoint file" if is_dir
+                              else f"checkpoint {str(p)[:200]!r} does not exist")
     data = _torch_load(p)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise CheckpointError(f"{str(p)!r} is not a {CHECKPOINT_FORMAT} file")

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from .runlog import atomic_write_text
+from .runlog import atomic_write_text, is_file
 
 DEVICES = ("auto", "cpu", "cuda")
 SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
@@ -190,7 +190,7 @@ def _check_ranges(c: TrainConfig) -> None:
     for key in ("gamma", "gae_lambda", "pool_share", "greedy_share", "shaping_scale"):
         need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
     need(c.pool_share + c.greedy_share <= 1.0, "greedy_share", "a number in [0, 1 - pool_share]")
-    need(c.init_from == "" or Path(c.init_from).is_file(), "init_from", '"" or the path of an existing checkpoint file')
+    need(c.init_from == "" or is_file(c.init_from), "init_from", '"" or the path of an existing checkpoint file')
     for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "teacher_coef"):
         need(getattr(c, key) >= 0, key, "a number >= 0")
     need(c.num_minibatches <= c.num_envs * c.rollout_steps, "num_minibatches", "at most num_envs * rollout_steps")
@@ -328,8 +328,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: 
     """Read a YAML config file, apply `overrides` (already parsed values) and validate as `cls`
     (default `TrainConfig`)."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
+    if not is_file(p):
+        raise ConfigError(f"config file {str(p)[:200]!r} does not exist")
     try:
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:

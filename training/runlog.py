@@ -29,6 +29,14 @@ from typing import Any
 TEMP_PATTERN = ".*.tmp"  # the names `atomic_write_*` and `save_checkpoint` give their temporary files
 
 
+def is_file(path: str | Path) -> bool:
+    """`Path.is_file`, but False for a path the OS cannot even look up (too long, NUL byte) instead of raising."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write `data` to `path` so that a crash leaves either the old file or the new one, never a mix."""
     path = Path(path)

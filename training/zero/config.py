@@ -6,12 +6,12 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from colony_env.agents.az import ROOTS
 
 from ..config import DEVICES, ConfigError
+from ..runlog import is_file
 
 # Agent specs the periodic evaluation may play against (built by training.eval's agent specs).
 _LADDER_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
@@ -159,7 +159,7 @@ def _check(c: ZeroConfig) -> None:
     need(c.rollout_value_mix == 0.0 or c.value_rollouts >= 1, "rollout_value_mix",
          "0 unless value_rollouts >= 1 (the playouts it mixes in)")
     need(c.eval_games % 2 == 0, "eval_games", "an even number (each setup is played with both colours)")
-    need(c.init_from == "" or Path(c.init_from).is_file(), "init_from", '"" or the path of an existing checkpoint file')
+    need(c.init_from == "" or is_file(c.init_from), "init_from", '"" or the path of an existing checkpoint file')
     need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
     for spec in c.eval_opponents:
         if not isinstance(spec, str) or not _LADDER_RE.match(spec):
