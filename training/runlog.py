@@ -101,6 +101,18 @@ def truncate_csv(path: str | Path, keep_rows: int) -> int:
     return removed
 
 
+def append_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    """Append `rows` to a CSV log, writing the header first if the file is new."""
+    path = Path(path)
+    new = not path.is_file()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+        f.flush()
+
+
 def truncate_csv_after(path: str | Path, column: str, last: int) -> int:
     """Keep the rows whose integer `column` is at most `last` (for checkpoints without row counts)."""
     path = Path(path)

@@ -20,7 +20,6 @@ so `--resume DIR` continues exactly where a stopped fit was.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import platform
 import sys
@@ -34,6 +33,7 @@ from tqdm import tqdm
 
 from colony_env.observation import OBS_CHANNELS
 
+from .. import runlog
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError, config_from_dict
@@ -120,10 +120,10 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
     if resume is not None:
         opt.load_state_dict(resume["optimizer"])
     metrics = out / "metrics.csv"
-    _truncate_after(metrics, done)
+    runlog.truncate_csv_after(metrics, "samples", done)  # rows of saves after the checkpoint resumed from
     bar = tqdm(total=samples, initial=done, desc=PROG, unit="sample", unit_scale=True, disable=not progress,
                dynamic_ncols=True)
-    meta: dict[str, Any] = {}
+    meta: dict[str, Any] = dict(resume["meta"]) if resume is not None else {}
     try:
         while done < samples:
             cpu0 = time.process_time()
@@ -145,32 +145,12 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
             row = {"samples": done, "cpu_hours": round(cpu / 3600, 4), "learning_rate": round(opt.param_groups[0]["lr"], 7),
                    **{k: round(losses[k], 4) for k in ("policy_loss", "value_loss", "ownership_loss")},
                    "val_policy_loss": round(val_pl, 4), "val_value_loss": round(val_vl, 4)}
-            _append_row(metrics, row)
+            runlog.append_csv(metrics, METRICS_FIELDS, [row])
             bar.set_postfix(pl=f"{losses['policy_loss']:.3f}", val_pl=f"{val_pl:.3f}", val_vl=f"{val_vl:.3f}")
             bar.update(chunk)
     finally:
         bar.close()
-    return save_checkpoint(out / "refit.pt", model, cfg.to_dict(), meta or read_checkpoint(out / "checkpoints" / "latest.pt")["meta"])
-
-
-def _append_row(path: Path, row: dict[str, Any]) -> None:
-    new = not path.is_file()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=METRICS_FIELDS)
-        if new:
-            w.writeheader()
-        w.writerow(row)
-
-
-def _truncate_after(path: Path, samples: int) -> None:
-    """Drop rows written after the checkpoint a resumed fit starts from (one row per save, always)."""
-    if not path.is_file():
-        return
-    with path.open(newline="") as f:
-        rows = [r for r in csv.DictReader(f) if int(r["samples"]) <= samples]
-    path.unlink()
-    for r in rows:
-        _append_row(path, r)
+    return save_checkpoint(out / "refit.pt", model, cfg.to_dict(), meta)
 
 
 def build_parser() -> argparse.ArgumentParser:

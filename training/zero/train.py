@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import csv
 import math
 import multiprocessing as mp
 import platform
@@ -137,16 +136,6 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
 
 
 # --- run directory ------------------------------------------------------------------------------
-def _append_csv(path: Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    new = not path.is_file()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-        f.flush()
-
-
 def ancestor_meta(path: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
     """What a run started with `init_from` records of its starting point, so that a card can add up
     the compute behind an agent: the path and the ancestor's own meta (with its ancestors, nested)."""
@@ -264,14 +253,14 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                    "cpu_hours": round(totals["cpu_seconds"] / 3600, 4), "wall_hours": round(totals["wall_seconds"] / 3600, 4),
                    "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1),
                    "nodes": pool.take_nodes() if isinstance(pool, RayPool) else 1}
-            _append_csv(run_dir / "metrics.csv", METRICS_FIELDS, [row])
+            runlog.append_csv(run_dir / "metrics.csv", METRICS_FIELDS, [row])
             lost_reported = _report_lost_nodes(pool, lost_reported, bar)
             for k in ("policy_loss", "target_entropy", "value_loss", "game_length", "leaf_evals_per_s"):
                 writer.add_scalar(f"zero/{k}", row[k], gen)
             last = gen == cfg.generations - 1
             if (cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or last:
                 rows = evaluate_checkpoint(latest, cfg, gen, totals["cpu_seconds"] / 3600)
-                _append_csv(run_dir / "eval.csv", EVAL_FIELDS, rows)
+                runlog.append_csv(run_dir / "eval.csv", EVAL_FIELDS, rows)
                 for r in rows:
                     writer.add_scalar(f"eval/{r['agent']}_vs_{r['opponent']}", r["score"], gen)
                 bar.write("  ".join(f"{r['agent']} vs {r['opponent']}: {r['score']:.3f} [{r['score_lo']:.2f}, "
