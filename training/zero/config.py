@@ -66,6 +66,12 @@ class ZeroConfig:
     """PUCT exploration constant (root `puct`)."""
     rescale_q: bool = True
     """Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1]."""
+    fast_simulations: int = 0
+    """Playout cap randomisation (KataGo): if > 0, a move gets the full `simulations` search only with
+    probability `full_search_prob` and this many simulations otherwise; only full searches are policy
+    targets (every position is a value target). 0: every move gets the full search."""
+    full_search_prob: float = 0.25
+    """The share of moves searched with `simulations` when `fast_simulations` > 0."""
     max_plies: int = 400
     """Ply limit per game (R6.2.4)."""
     rollout_mix: float = 0.0
@@ -140,7 +146,8 @@ def _check(c: ZeroConfig) -> None:
                 "parallel_games", "simulations", "max_considered", "max_plies", "replay_positions", "batch_size",
                 "eval_games", "eval_max_plies"):
         need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations", "value_rollouts"):
+    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations", "value_rollouts",
+                "fast_simulations"):
         need(getattr(c, key) >= 0, key, "an integer >= 0")
     need(0 <= c.seed < 2**32, "seed", "an integer in [0, 2**32)")
     need(0 <= c.eval_seed < 2**31, "eval_seed", "an integer in [0, 2**31)")
@@ -152,6 +159,9 @@ def _check(c: ZeroConfig) -> None:
     for key in ("weight_decay", "value_loss_coef", "ownership_loss_coef", "c_puct"):
         v = getattr(c, key)
         need(math.isfinite(v) and v >= 0, key, "a finite number >= 0")
+    need(c.fast_simulations < c.simulations, "fast_simulations",
+         "0 (off) or fewer than `simulations` (the full search)")
+    need(0.0 < c.full_search_prob <= 1.0, "full_search_prob", "a number in (0, 1]")
     need(0.0 <= c.root_value_mix <= 1.0, "root_value_mix", "a number in [0, 1]")
     need(0.0 <= c.rollout_mix <= 1.0, "rollout_mix", "a number in [0, 1]")
     need(0.0 <= c.rollout_value_mix <= 1.0 - c.root_value_mix, "rollout_value_mix",

@@ -81,6 +81,7 @@ def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> t
     model.eval()
     idx = np.random.default_rng(0).permutation(held.n_positions)[:VALIDATION_SAMPLES]
     pl = vl = 0.0
+    weight = max(1.0, float(held.full_search[idx].sum()))  # positions with a policy target (full searches)
     for chunk in np.array_split(idx, max(1, len(idx) // 512)):
         states, obs, ids, probs, valid, z = make_batch(held, chunk, cfg.root_value_mix, cfg.rollout_value_mix)
         feats = None
@@ -89,9 +90,10 @@ def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> t
         logits, value = model(torch.from_numpy(obs), torch.from_numpy(ids), feats)[:2]
         valid_t = torch.from_numpy(valid)
         logp = masked_log_probs(logits, valid_t)
-        pl += float(-(torch.where(valid_t, torch.from_numpy(probs) * logp, torch.zeros_like(logp))).sum(-1).sum())
+        w = torch.from_numpy(held.full_search[chunk].astype(np.float32))
+        pl += float(-(w * torch.where(valid_t, torch.from_numpy(probs) * logp, torch.zeros_like(logp)).sum(-1)).sum())
         vl += float(((torch.tanh(value) - torch.from_numpy(z)) ** 2).sum())
-    return pl / len(idx), vl / len(idx)
+    return pl / weight, vl / len(idx)
 
 
 def learning_rate(cfg: ZeroConfig, done: int, total: int) -> float:

@@ -49,6 +49,8 @@ def read_shard(path: Path) -> GameData:
                 arrays["ownership"] = np.zeros((arrays["states"].shape[0], N_CELLS), np.int8)
             if "rollout_value" not in arrays:  # shards written before playout value targets existed
                 arrays["rollout_value"] = np.zeros(arrays["states"].shape[0], np.float32)
+            if "full_search" not in arrays:  # shards written before playout cap randomisation: all full searches
+                arrays["full_search"] = np.ones(arrays["states"].shape[0], np.uint8)
             data = GameData(**arrays, cpu_seconds=float(z["cpu_seconds"]), leaf_evaluations=int(z["leaf_evaluations"]))
     except (OSError, ValueError, KeyError, EOFError) as e:
         raise ReplayError(f"replay shard {str(path)!r} is unreadable ({type(e).__name__}); delete it to replay that generation") from None
@@ -129,7 +131,7 @@ def make_batch(data: GameData, idx: np.ndarray, root_value_mix: float, rollout_v
 
     The value target mixes the game's result with the search's root value and the playouts' mean
     (`ZeroConfig.root_value_mix`, `rollout_value_mix`). The ownership targets of the same rows are
-    `data.ownership[idx]`."""
+    `data.ownership[idx]`; their policy-target weights `data.full_search[idx]` (0 after a fast search)."""
     states = np.ascontiguousarray(data.states[idx])
     obs = np.empty((len(idx), *OBS_SHAPE), np.float32)
     encode_batch(states, obs)

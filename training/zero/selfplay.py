@@ -45,6 +45,7 @@ class GameData:
     game_winners: np.ndarray  # int8[G] 0 red, 1 blue, -1 draw
     ownership: np.ndarray  # int8[P, 100] final controller of each cell's colony, mover's view, canonical frame
     rollout_value: np.ndarray  # float32[P] mean of `value_rollouts` random playouts for the mover (0 when off)
+    full_search: np.ndarray  # uint8[P] 1: the policy target came from a full search; 0: a fast one (not a target)
     cpu_seconds: float = 0.0
     leaf_evaluations: int = 0
 
@@ -57,7 +58,7 @@ class GameData:
 
 
 ARRAY_FIELDS = ("states", "target_ids", "target_probs", "offsets", "outcome", "root_value", "game_lengths",
-                "game_reasons", "game_winners", "ownership", "rollout_value")
+                "game_reasons", "game_winners", "ownership", "rollout_value", "full_search")
 
 
 def concat(parts: Sequence[GameData]) -> GameData:
@@ -76,7 +77,7 @@ def concat(parts: Sequence[GameData]) -> GameData:
         game_winners=cat("game_winners", np.int8),
         ownership=np.concatenate([p.ownership for p in parts]).astype(np.int8) if parts
         else np.zeros((0, N_CELLS), np.int8),
-        rollout_value=cat("rollout_value", np.float32),
+        rollout_value=cat("rollout_value", np.float32), full_search=cat("full_search", np.uint8),
         cpu_seconds=sum(p.cpu_seconds for p in parts), leaf_evaluations=sum(p.leaf_evaluations for p in parts),
     )
 
@@ -107,15 +108,23 @@ def ownership(states: np.ndarray, final: ce.GameState) -> np.ndarray:
 
 
 def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
-               rng: np.random.Generator, value_rollouts: int = 0) -> GameData:
+               rng: np.random.Generator, value_rollouts: int = 0, fast_config: SearchConfig | None = None,
+               full_search_prob: float = 1.0) -> GameData:
     """Play one self-play game per seed (setup `new_game(seed)`), `parallel` at a time.
 
     With `value_rollouts` > 0 every stored position also gets the mean result of that many
     uniformly random playouts from it (`rollout_value`): a value target whose noise shrinks with
     the number of playouts, where the game's one result is +-1 (see `ZeroConfig.rollout_value_mix`).
+
+    With `fast_config`, playout cap randomisation (KataGo; Wu 2019): each move gets the full
+    `search_config` search with probability `full_search_prob` and the cheap `fast_config` one
+    otherwise; `full_search` marks which, because only full searches are good policy targets,
+    while every position still counts for the value. The full searches of all games in flight
+    share their batches, and so do the fast ones.
     """
     cpu0 = time.process_time()
-    search = BatchedSearch(evaluator, search_config)
+    full = BatchedSearch(evaluator, search_config)
+    fast = BatchedSearch(evaluator, fast_config) if fast_config is not None else None
     queue = list(seeds)[::-1]
     slots: list[dict] = []
     finished: list[dict] = []
@@ -124,19 +133,26 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
         while queue and len(slots) < parallel:
             seed = queue.pop()
             slots.append({"state": ce.new_game(int(seed), max_plies=max_plies), "states": [], "ids": [],
-                          "probs": [], "values": []})
+                          "probs": [], "values": [], "full": []})
 
     start()
     while slots:
-        results = search.search([g["state"] for g in slots], rng)
+        is_full = np.ones(len(slots), bool) if fast is None else rng.random(len(slots)) < full_search_prob
+        results: list = [None] * len(slots)
+        for search, chosen in ((full, is_full), (fast, ~is_full)):
+            rows = np.flatnonzero(chosen)
+            if search is not None and rows.size:
+                for i, r in zip(rows, search.search([slots[i]["state"] for i in rows], rng)):
+                    results[i] = r
         keep = []
-        for g, r in zip(slots, results):
+        for g, r, f in zip(slots, results, is_full):
             state = g["state"]
             colour = int(state._a[I_TO_MOVE])
             g["states"].append(state._a.copy())
             g["ids"].append(symmetry.board_action_to_canonical(r.actions, colour).astype(np.int16))
             g["probs"].append(r.policy.astype(np.float32))
             g["values"].append(r.value)
+            g["full"].append(bool(f))
             g["state"] = ce.apply_action(state, r.action)
             (finished if g["state"].is_over else keep).append(g)
         slots = keep
@@ -157,18 +173,20 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
             ownership=ownership(states, final),
             rollout_value=(rollout_mover_means(states, value_rollouts, int(rng.integers(SEED_HIGH))).astype(np.float32)
                            if value_rollouts else np.zeros(len(states), np.float32)),
+            full_search=np.asarray(g["full"], np.uint8),
         ))
     data = concat(parts)
     data.cpu_seconds = time.process_time() - cpu0
-    data.leaf_evaluations = search.leaf_evaluations
+    data.leaf_evaluations = full.leaf_evaluations + (fast.leaf_evaluations if fast is not None else 0)
     return data
 
 
 def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: list[int], parallel: int,
                 max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0,
-                value_rollouts: int = 0) -> GameData:
+                value_rollouts: int = 0, fast_config: SearchConfig | None = None,
+                full_search_prob: float = 1.0) -> GameData:
     """Entry point of a self-play process: rebuild the network from plain data and play."""
     torch.set_num_threads(threads)
     model = build_model({"architecture": arch, "model": weights})  # the checkpoints' own rebuild
     return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1), search_config, seeds, parallel,
-                      max_plies, np.random.default_rng(rng_seed), value_rollouts)
+                      max_plies, np.random.default_rng(rng_seed), value_rollouts, fast_config, full_search_prob)

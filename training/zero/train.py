@@ -86,6 +86,14 @@ def search_config(cfg: ZeroConfig) -> SearchConfig:
                         max_considered=cfg.max_considered, rescale_q=cfg.rescale_q)
 
 
+def fast_search_config(cfg: ZeroConfig) -> SearchConfig | None:
+    """The cheap search of playout cap randomisation (`fast_simulations`), or None when it is off."""
+    if not cfg.fast_simulations:
+        return None
+    return SearchConfig(simulations=cfg.fast_simulations, root=cfg.root, c_puct=cfg.c_puct,
+                        max_considered=min(cfg.max_considered, cfg.fast_simulations), rescale_q=cfg.rescale_q)
+
+
 def game_seeds(cfg: ZeroConfig, generation: int) -> list[int]:
     """The setups of one generation: fixed by (seed, generation), so a replayed generation plays the same games."""
     return [int(s) for s in np.random.SeedSequence([cfg.seed, generation]).generate_state(cfg.games_per_generation)]
@@ -115,8 +123,10 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         logits, value = out[0], out[1]
         valid_t = torch.from_numpy(valid).to(device)
         p = torch.from_numpy(probs).to(device)
+        w = torch.from_numpy(data.full_search[idx].astype(np.float32)).to(device)  # fast searches teach no policy
+        w_sum = w.sum().clamp_min(1.0)
         logp = masked_log_probs(logits, valid_t)
-        policy_loss = -(torch.where(valid_t, p * logp, torch.zeros_like(logp))).sum(-1).mean()
+        policy_loss = -(w * torch.where(valid_t, p * logp, torch.zeros_like(logp)).sum(-1)).sum() / w_sum
         value_loss = ((torch.tanh(value) - torch.from_numpy(z).to(device)) ** 2).mean()
         loss = policy_loss + cfg.value_loss_coef * value_loss
         if with_own:
@@ -129,7 +139,7 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         opt.step()
         plogp = torch.where(p > 0, p * torch.log(p.clamp_min(1e-30)), torch.zeros_like(p))
         sums["policy_loss"] += float(policy_loss.detach())
-        sums["target_entropy"] += float(-plogp.sum(-1).mean())
+        sums["target_entropy"] += float(-(w * plogp.sum(-1)).sum() / w_sum)
         sums["value_loss"] += float(value_loss.detach())
     model.eval()
     return {k: v / max(1, steps) for k, v in sums.items()}
@@ -301,11 +311,13 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
         return play_games(leaf_evaluator(model, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
-                          cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts)
+                          cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts,
+                          fast_search_config(cfg), cfg.full_search_prob)
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
-                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts)
+                           cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts,
+                           fast_search_config(cfg), cfg.full_search_prob)
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
