@@ -163,16 +163,17 @@ def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
 
 
 def test_shipped_zero_agent_loads_in_every_form() -> None:
-    """checkpoints/colony_zero.pt (docs/zero.md card): a colony-zero checkpoint in the usual
-    format, playable alone and with the az search by every tool that takes agent specs."""
+    """checkpoints/colony_zero.pt (docs/zero.md card): the refitted 64 x 4 network, a checkpoint in
+    the usual format, playable alone and with the az search by every tool that takes agent specs."""
     from training.eval.agent_specs import make_agent
 
     shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_zero.pt"
     assert shipped.stat().st_size < 5_000_000
     data = torch.load(shipped, weights_only=True)
-    meta = data["meta"]
-    assert (meta["trainer"], meta["generation"], int(meta["games"]), int(meta["positions"])) == \
-        ("colony-zero", 29, 1920, 215858)  # the numbers the card quotes
+    meta, arch = data["meta"], data["architecture"]
+    assert (meta["trainer"], meta["positions"], meta["held_out_positions"], meta["samples"], len(meta["sources"])) == \
+        ("refit", 393_851, 24_346, 600_000, 3)  # the numbers the card quotes
+    assert (arch["channels"], arch["blocks"], arch["heuristic_prior"], arch["ownership_head"]) == (64, 4, 1, 1)
     s = ce.new_game(11)
     for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
         agent = make_agent(spec.replace("checkpoints/", f"{shipped.parent}/"))
