@@ -37,12 +37,12 @@ from .. import runlog
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError, config_from_dict
-from ..model import PolicyValueNet, masked_log_probs
+from ..model import PolicyValueNet
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .replay import ReplayError, make_batch, read_shard, shard_generations, shard_path
 from .selfplay import GameData, concat
-from .train import fit
+from .train import fit, policy_cross_entropy
 
 PROG = "refit"
 TRAINER = "refit"
@@ -88,10 +88,8 @@ def held_out_losses(model: PolicyValueNet, held: GameData, cfg: ZeroConfig) -> t
         if model.heuristic_prior:
             feats = torch.from_numpy(greedy_action_features(states, np.arange(len(chunk)), ids.shape[1]))
         logits, value = model(torch.from_numpy(obs), torch.from_numpy(ids), feats)[:2]
-        valid_t = torch.from_numpy(valid)
-        logp = masked_log_probs(logits, valid_t)
         w = torch.from_numpy(held.full_search[chunk].astype(np.float32))
-        pl += float(-(w * torch.where(valid_t, torch.from_numpy(probs) * logp, torch.zeros_like(logp)).sum(-1)).sum())
+        pl += float((w * policy_cross_entropy(logits, torch.from_numpy(valid), torch.from_numpy(probs))).sum())
         vl += float(((torch.tanh(value) - torch.from_numpy(z)) ** 2).sum())
     return pl / weight, vl / len(idx)
 

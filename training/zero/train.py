@@ -100,6 +100,12 @@ def game_seeds(cfg: ZeroConfig, generation: int) -> list[int]:
 
 
 # --- fitting -----------------------------------------------------------------------------------
+def policy_cross_entropy(logits: torch.Tensor, valid: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
+    """Per-row cross-entropy of the policy over the valid slots to the target probabilities."""
+    logp = masked_log_probs(logits, valid)
+    return -torch.where(valid, probs * logp, torch.zeros_like(logp)).sum(-1)
+
+
 def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps: int, cfg: ZeroConfig,
         rng: np.random.Generator, device: torch.device) -> dict[str, float]:
     """`steps` Adam steps on minibatches of `data`; mean policy loss, target entropy and value loss."""
@@ -125,8 +131,7 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         p = torch.from_numpy(probs).to(device)
         w = torch.from_numpy(data.full_search[idx].astype(np.float32)).to(device)  # fast searches teach no policy
         w_sum = w.sum().clamp_min(1.0)
-        logp = masked_log_probs(logits, valid_t)
-        policy_loss = -(w * torch.where(valid_t, p * logp, torch.zeros_like(logp)).sum(-1)).sum() / w_sum
+        policy_loss = (w * policy_cross_entropy(logits, valid_t, p)).sum() / w_sum
         value_loss = ((torch.tanh(value) - torch.from_numpy(z).to(device)) ** 2).mean()
         loss = policy_loss + cfg.value_loss_coef * value_loss
         if with_own:
