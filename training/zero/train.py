@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import math
 import multiprocessing as mp
 import platform
@@ -90,8 +91,8 @@ def fast_search_config(cfg: ZeroConfig) -> SearchConfig | None:
     """The cheap search of playout cap randomisation (`fast_simulations`), or None when it is off."""
     if not cfg.fast_simulations:
         return None
-    return SearchConfig(simulations=cfg.fast_simulations, root=cfg.root, c_puct=cfg.c_puct,
-                        max_considered=min(cfg.max_considered, cfg.fast_simulations), rescale_q=cfg.rescale_q)
+    return dataclasses.replace(search_config(cfg), simulations=cfg.fast_simulations,
+                               max_considered=min(cfg.max_considered, cfg.fast_simulations))
 
 
 def game_seeds(cfg: ZeroConfig, generation: int) -> list[int]:
