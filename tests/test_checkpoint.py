@@ -163,16 +163,18 @@ def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
 
 
 def test_shipped_zero_agent_loads_in_every_form() -> None:
-    """checkpoints/colony_zero.pt (docs/zero.md card): the refitted 64 x 4 network, a checkpoint in
-    the usual format, playable alone and with the az search by every tool that takes agent specs."""
+    """checkpoints/colony_zero.pt (docs/zero.md card): generation 7 of configs/zero_pcr.yaml, which
+    continued the refitted 64 x 4 network; a checkpoint in the usual format, playable alone and with
+    the az search by every tool that takes agent specs."""
     from training.eval.agent_specs import make_agent
 
     shipped = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_zero.pt"
     assert shipped.stat().st_size < 5_000_000
     data = torch.load(shipped, weights_only=True)
     meta, arch = data["meta"], data["architecture"]
-    assert (meta["trainer"], meta["positions"], meta["held_out_positions"], meta["samples"], len(meta["sources"])) == \
-        ("refit", 393_851, 24_346, 600_000, 3)  # the numbers the card quotes
+    assert (meta["trainer"], meta["generation"], meta["games"], meta["positions"]) == ("colony-zero", 7, 512, 57_491)
+    start = meta["init_from"]  # the numbers the card quotes, down to the refit it started from
+    assert (start["trainer"], start["positions"], start["samples"], len(start["sources"])) == ("refit", 393_851, 600_000, 3)
     assert (arch["channels"], arch["blocks"], arch["heuristic_prior"], arch["ownership_head"]) == (64, 4, 1, 1)
     s = ce.new_game(11)
     for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
