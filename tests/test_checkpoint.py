@@ -174,7 +174,8 @@ def test_shipped_zero_agent_loads_in_every_form() -> None:
     meta, arch = data["meta"], data["architecture"]
     assert (meta["trainer"], meta["generation"], meta["games"], meta["positions"]) == ("colony-zero", 7, 512, 57_491)
     start = meta["init_from"]  # the numbers the card quotes, down to the refit it started from
-    assert (start["trainer"], start["positions"], start["samples"], len(start["sources"])) == ("refit", 393_851, 600_000, 3)
+    assert (start["trainer"], start["positions"], start["held_out_positions"], start["samples"],
+            len(start["sources"])) == ("refit", 393_851, 24_346, 600_000, 3)
     assert (arch["channels"], arch["blocks"], arch["heuristic_prior"], arch["ownership_head"]) == (64, 4, 1, 1)
     s = ce.new_game(11)
     for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
