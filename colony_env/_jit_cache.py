@@ -3,7 +3,7 @@
 numba's `cache=True` keys a cached function on its *own* source file, so a kernel that calls
 a kernel from another file keeps running the old callee after that file changes (numba issue
 #1833, documented under "Cache invalidation" in numba's docs). Here that is not only stale
-but unsafe: a cached `training.teacher.greedy_action_features` built against an older
+but unsafe: a cached `colony_training.teacher.greedy_action_features` built against an older
 `agents._search` ran beside the new `greedy_scores` and corrupted memory ("NRT_adapt_ndarray_to_python:
 'descr' is NULL", "malloc(): unaligned tcache chunk"). So each package fingerprints the sources
 its kernels depend on and, when the fingerprint differs from the one its cache was built

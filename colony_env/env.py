@@ -164,7 +164,7 @@ from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
 
 ENV_NAME = "colony_v0"
-# The env's agents and the game's colours are different things (STYLE.md): this is the only map.
+# The env's agents and the game's colours are different things: this is the only map (docs/architecture.md).
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 AGENT_COLOUR: dict[str, Colour] = {"player_0": Colour.RED, "player_1": Colour.BLUE}
 COLOUR_AGENT: dict[Colour, str] = {c: a for a, c in AGENT_COLOUR.items()}

@@ -38,7 +38,7 @@ Gymnasium's conventions, exactly:
 
 The opponent is batched in compiled code when it is the random agent (`"random"` or
 `RandomAgent()`); any other opponent (`"greedy"`, `"mcts:N"`, an agent object such as a
-trained policy from `training.agent_specs.make_agent("checkpoint:PATH")`, a callable) is
+trained policy from `colony_training.eval.agent_specs.make_agent("checkpoint:PATH")`, a callable) is
 asked slot by slot, in the same order and with the same generators as the single env.
 
 This is the Gymnasium path for users' own pipelines (CleanRL-style loops, `make_vec`).

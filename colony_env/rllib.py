@@ -1,13 +1,13 @@
 """RLlib adapter: the one wrapper between the PettingZoo AEC env and RLlib's conventions.
 
 RLlib's action-masking RLModules (`examples/rl_modules/classes/action_masking_rlm.py`, and
-`training.rllib.selfplay.ColonyRLModule`) expect each agent's observation as
+`colony_training.rllib.selfplay.ColonyRLModule`) expect each agent's observation as
 `{"observations": ..., "action_mask": ...}`; PettingZoo's classic layout, which `colony_v0`
 follows, names the first key `observation`. `RLlibObservationWrapper` renames it, and it
 also presents every position in the **canonical view** of the agent that observes it
 (`symmetry.py`: red sees the board, blue its transpose), with the action mask and the
 actions in that frame too, so that one shared network can play both colours and its weights
-are exactly a `training.model.PolicyValueNet` in the project's own checkpoint format.
+are exactly a `colony_training.model.PolicyValueNet` in the project's own checkpoint format.
 
 | RLlib sees                  | from the PettingZoo env                                          |
 |-----------------------------|------------------------------------------------------------------|
@@ -55,7 +55,7 @@ class RLlibObservationWrapper(BaseWrapper):
     """AEC wrapper: `{"observation", "action_mask"}` -> `{"observations", "action_mask"}`.
 
     The planes come channels first (`float32[C, 10, 10]`, the layout of
-    `colony_env.observation` and of `training.model.PolicyValueNet`), in the observing
+    `colony_env.observation` and of `colony_training.model.PolicyValueNet`), in the observing
     agent's canonical frame (`canonical=True`, the default) or in the board frame. With
     `packed_mask=True` the mask is `uint8[2001]`, 8 actions per byte (`np.packbits` order).
     """

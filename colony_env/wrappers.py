@@ -27,7 +27,7 @@ reward is +1/-1/0 from the learner's point of view at the end (R7.4), 0 before;
 The opponent is a spec string (`"random"`, the default; `"greedy"`; `"mcts:N"` or
 `"mcts:N:C"`, as in `colony-eval`), any `colony_env.agents.Agent`, or a callable
 `(state, rng) -> board action id`. A trained policy is an agent object too:
-`training.agent_specs.make_agent("checkpoint:PATH")` (`colony_env` never imports torch).
+`colony_training.eval.agent_specs.make_agent("checkpoint:PATH")` (`colony_env` never imports torch).
 
 `colony_env.gym_vector.ColonyGymVectorEnv` is the same task batched as a
 `gymnasium.vector.VectorEnv`.
@@ -88,7 +88,7 @@ def make_opponent(spec: Any) -> Any:
     if text.startswith("checkpoint:"):
         raise ValueError(
             f"opponent spec {spec!r}: a checkpoint needs torch, which colony_env does not import; "
-            "pass the agent instead: opponent=training.agent_specs.make_agent(SPEC)"
+            "pass the agent instead: opponent=colony_training.eval.agent_specs.make_agent(SPEC)"
         )
     raise ValueError(f"unknown opponent spec {spec!r}; allowed: {OPPONENT_SPECS_HELP}, an Agent or a callable")
 

@@ -23,7 +23,7 @@ setup does not hit them (the test suite checks it):
    has already reset the env. `check_mask` below asserts this for every decision.
 
 So no reduced or reshaped action space is needed: the full R8 layout with masks trains
-without NaNs (`tests/test_integrations_sb3.py` learns a few thousand steps and checks
+without NaNs (`tests/integrations/test_integrations_sb3.py` learns a few thousand steps and checks
 parameters, losses and every masked prediction).
 """
 

@@ -29,9 +29,9 @@ import colony_env as ce
 from colony_env import observation
 from colony_env.agents import MCTSAgent
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
-from training.checkpoint import load_policy_agent, save_checkpoint
-from training.eval.evaluate import evaluate
-from training.model import PolicyValueNet
+from colony_training.checkpoint import load_policy_agent, save_checkpoint
+from colony_training.eval.evaluate import evaluate
+from colony_training.model import PolicyValueNet
 
 SHIPPED = Path(__file__).resolve().parents[1] / "checkpoints" / "colony_ppo.pt"
 UNTRAINED_SEED = 0  # torch seed of the untrained network

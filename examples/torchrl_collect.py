@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import colony_env  # noqa: E402
 from colony_env.observation import OBS_CHANNELS  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
+from colony_training.model import PolicyValueNet  # noqa: E402
 
 AGENT_GROUPS = ("player_0", "player_1")  # the default AEC grouping: one group per agent
 

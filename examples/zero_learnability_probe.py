@@ -24,10 +24,10 @@ from colony_env import symmetry
 from colony_env.agents._search import greedy_scores
 from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_CHANNELS
-from training.augment import AUG_SYMS, augment
-from training.model import PolicyValueNet, masked_log_probs
-from training.zero.replay import make_batch, read_shard, shard_generations, shard_path
-from training.zero.selfplay import GameData, concat
+from colony_training.augment import AUG_SYMS, augment
+from colony_training.model import PolicyValueNet, masked_log_probs
+from colony_training.zero.replay import make_batch, read_shard, shard_generations, shard_path
+from colony_training.zero.selfplay import GameData, concat
 
 HELD_OUT = 2000  # positions kept out of fitting
 

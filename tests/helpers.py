@@ -1,4 +1,6 @@
-"""Small ASCII positions for rule tests.
+"""Shared test helpers: small ASCII positions for rule tests, random games, the examples as modules.
+
+Small ASCII positions:
 
 A diagram is up to 10 lines of up to 10 whitespace-separated tokens (`.`, `r1`..`r4`,
 `b1`..`b4`), row 0 (North) first; missing rows and cells are empty. Positions go
@@ -6,6 +8,12 @@ through `GameState.from_dict`, so every test position is also a valid R9 state.
 """
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
 
 import colony_env as ce
 from colony_env.constants import BOARD_SIZE
@@ -85,3 +93,34 @@ def assert_legal(state: ce.GameState, action: int) -> ce.GameState:
     assert ce.legal_action_mask(state)[action], ce.action_to_str(action, state)
     assert action in ce.legal_actions(state)
     return ce.apply_action(state, action)
+
+
+# --- games played out, and the examples -------------------------------------------------------
+
+def random_game(seed: int, max_plies: int = 400) -> list[ce.GameState]:
+    """All states of one uniformly random game (seeded), the final one included."""
+    rng = np.random.default_rng(seed)
+    s = ce.new_game(seed, max_plies=max_plies)
+    states = [s]
+    while not s.is_over:
+        ids = ce.legal_actions(s)
+        s = ce.apply_action(s, int(ids[rng.integers(len(ids))]))
+        states.append(s)
+    return states
+
+
+def random_final_state(seed: int) -> ce.GameState:
+    return random_game(seed)[-1]
+
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+EXAMPLES = ROOT / "examples"
+
+
+def load_example(filename: str) -> ModuleType:
+    """Import an example script from `examples/` (not a package) as a module."""
+    path = EXAMPLES / filename
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

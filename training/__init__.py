@@ -1,6 +1,6 @@
-"""Colony training and evaluation: self-play PPO, checkpoints, baselines' evaluation, game records.
+"""`colony_training` (the `training/` folder): Colony training and evaluation: self-play PPO, checkpoints, baselines' evaluation, game records.
 
-Depends on `colony_env`, never the other way round (ARCHITECTURE.md).
+Depends on `colony_env`, never the other way round (docs/architecture.md).
 """
 
 from pathlib import Path as _Path

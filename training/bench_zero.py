@@ -1,4 +1,4 @@
-"""Speed of the search-based trainer's hot path: `python -m training.bench_zero`.
+"""Speed of the search-based trainer's hot path: `python -m colony_training.bench_zero`.
 
 Prints, for each network (the zero quickstart model, the zero shipped model, and any
 `--checkpoint`):
@@ -181,7 +181,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.bench_zero", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m colony_training.bench_zero", description=__doc__.split("\n\n")[0])
     p.add_argument("--games", type=int, default=32, help="searches in flight (leaves per batched call)")
     p.add_argument("--simulations", type=int, default=32, help="simulations per move in the search timings")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats; the median is printed")

@@ -28,7 +28,7 @@ from .runlog import atomic_write_text, is_file
 DEVICES = ("auto", "cpu", "cuda")
 SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
 INT_MAX = 2**31 - 1  # no count in a config needs more; larger values are typos (1e30) that overflow later
-# Agent specs understood by the evaluation module (colony_env.agents / training.eval.agent_specs):
+# Agent specs understood by the evaluation module (colony_env.agents / colony_training.eval.agent_specs):
 # `random`, `greedy`, `mcts:N` (N rollouts per move).
 _SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
 

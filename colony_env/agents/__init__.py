@@ -8,7 +8,7 @@
 
 Speed: `python -m colony_env.agents.bench` prints simulations per second per core.
 Agent spec strings (`random`, `greedy`, `mcts:200`, `checkpoint:PATH`) are parsed in
-`training.eval.agent_specs`, which may also load trained policies (torch lives there).
+`colony_training.eval.agent_specs`, which may also load trained policies (torch lives there).
 """
 
 from .adapters import PettingZooAdapter

@@ -4,11 +4,11 @@
 all B trees in compiled code (`_az.select_leaves`), hands every new leaf of every tree to
 the evaluator in ONE call, then expands and backs up in compiled code. On a CPU the network
 forward pass is the cost, and one call for B leaves costs far less than B calls for one
-(`python -m training.bench_zero` measures it), which is what makes a network at every node
+(`python -m colony_training.bench_zero` measures it), which is what makes a network at every node
 affordable in self-play.
 
 The evaluator is anything with the `LeafEvaluator` signature: the network lives in
-`training.zero.evaluator` (torch), tests use deterministic numpy functions. Search knows
+`colony_training.zero.evaluator` (torch), tests use deterministic numpy functions. Search knows
 nothing of torch.
 
 Two root rules (`SearchConfig.root`):

@@ -13,7 +13,7 @@
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
 | `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with one random playout, share X) |
 
-Checkpoints are loaded through `training.checkpoint.load_policy_agent(path, greedy)`
+Checkpoints are loaded through `colony_training.checkpoint.load_policy_agent(path, greedy)`
 (with search: `load_search_agent(path, simulations, prior_c)`),
 which the trainer provides and which must return an object with `name` and
 `act(state, rng) -> board-frame action id` (the `colony_env.agents.Agent` interface).
@@ -48,8 +48,8 @@ SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
-CHECKPOINT_MODULE = "training.checkpoint"
-AZ_MODULE = "training.zero.evaluator"
+CHECKPOINT_MODULE = "colony_training.checkpoint"
+AZ_MODULE = "colony_training.zero.evaluator"
 
 
 class AgentSpecError(ValueError):

@@ -1,4 +1,4 @@
-"""`colony-eval` (also `python -m training.eval.evaluate`): matches between agents, score tables, Elo.
+"""`colony-eval` (also `python -m colony_training.eval.evaluate`): matches between agents, score tables, Elo.
 
     colony-eval mcts:200 random --games 200 --seed 0
     colony-eval checkpoint:runs/x/final.pt random greedy mcts:200 --schedule gauntlet --games 200
@@ -13,9 +13,9 @@ cores with a progress bar.
 
 The table per pairing shows wins, draws and losses of the first agent, its score
 (draw = 1/2) with a Wilson 95% interval, and an Elo ladder fitted by maximum likelihood
-over all games (`training.eval.elo`, `random` anchored at 0, 95% error bars). The same is
+over all games (`colony_training.eval.elo`, `random` anchored at 0, 95% error bars). The same is
 written as JSON and CSV in `--out`, with every game as a JSON-lines record
-(`training.eval.records`, view one with `colony-replay`).
+(`colony_training.eval.records`, view one with `colony-replay`).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ _SPEC_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*(.*?)\s*\|\s*$")
 
 def spec_forms() -> list[tuple[str, str, str]]:
     """(form, meaning, example) for every agent-spec form, read from the table in
-    `training.eval.agent_specs`' docstring, so the help can never miss a form listed there."""
+    `colony_training.eval.agent_specs`' docstring, so the help can never miss a form listed there."""
     forms = []
     for line in (agent_specs.__doc__ or "").splitlines():
         m = _SPEC_ROW.match(line.strip())

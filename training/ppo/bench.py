@@ -1,4 +1,4 @@
-"""Training throughput: `python -m training.ppo.bench [--config configs/quickstart.yaml] [--iterations 5]`.
+"""Training throughput: `python -m colony_training.ppo.bench [--config configs/quickstart.yaml] [--iterations 5]`.
 
 Runs full PPO iterations (rollout in the vector env with batched inference, per-colour GAE,
 minibatch updates) with the config's model and prints the median env steps per second,
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from .opponents import OpponentPool
     from .train import GameStats, SelfPlay, ppo_update, resolve_device
 
-    p = argparse.ArgumentParser(prog="python -m training.ppo.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m colony_training.ppo.bench", description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/quickstart.yaml")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations (after one warm-up)")
     p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda"))

@@ -1,4 +1,4 @@
-"""Self-play PPO for Colony: `colony-train --config configs/quickstart.yaml` (or `python -m training.ppo.train`).
+"""Self-play PPO for Colony: `colony-train --config configs/quickstart.yaml` (or `python -m colony_training.ppo.train`).
 
 One network plays both colours in the canonical view (the mover always sees its own edges
 North and South). Each iteration:

@@ -1,10 +1,10 @@
-"""RLlib sampling throughput: `python -m training.rllib.bench [--envs-per-runner 32] [--steps 2048]`.
+"""RLlib sampling throughput: `python -m colony_training.rllib.bench [--envs-per-runner 32] [--steps 2048]`.
 
 Starts a private loopback Ray instance with one remote env runner (1 CPU, 1 torch thread)
 and times its `sample()` calls as the trainer makes them, episodes shipped back to the driver
 included. Prints env steps per second of that one env runner and the bytes each step carries
 from the env runner to the learner (the pickled episodes per env step). Compare with the
-rollout line of `python -m training.ppo.bench --config configs/quickstart.yaml`: the
+rollout line of `python -m colony_training.ppo.bench --config configs/quickstart.yaml`: the
 project's own PPO rollout on one core with the same network (32 channels, 2 blocks).
 """
 
@@ -21,7 +21,7 @@ from ..cli import console_script
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.rllib.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m colony_training.rllib.bench", description=__doc__.splitlines()[0])
     p.add_argument("--envs-per-runner", type=int, default=32, help="games the env runner steps together")
     p.add_argument("--steps", type=int, default=2048, help="env steps per timed sample call")
     p.add_argument("--repeats", type=int, default=3, help="timed sample calls (after one warm-up)")

@@ -8,7 +8,7 @@ Two things Ray does not do on its own, which this module adds:
   is `0`. Ray reads that variable once, when it is imported, so `start_local` sets both the
   variable (for the processes Ray starts) and Ray's constant (for this one), and then checks
   the node's address, refusing to run if it is not loopback (a future Ray that binds elsewhere
-  fails loudly instead of exposing a port). `tests/test_integrations_rllib.py` checks the
+  fails loudly instead of exposing a port). `tests/integrations/test_integrations_rllib.py` checks the
   listening sockets of the started processes.
 - **Joining a cluster fails with one line naming the cause.** Ray reports an unreachable
   head, a wrong or missing authentication token and a version mismatch as ~20 raw log lines

@@ -24,7 +24,7 @@ from typing import Any
 from ..checkpoint import CheckpointError, save_checkpoint
 from ..cli import console_script
 
-MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # as training.rllib.selfplay.MODULE_DIR (no ray needed here)
+MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # as colony_training.rllib.selfplay.MODULE_DIR (no ray needed here)
 
 
 def find_rllib_checkpoint(path: str | Path) -> Path:

@@ -1,4 +1,4 @@
-"""`python -m training.zero` is `colony-zero`."""
+"""`python -m colony_training.zero` is `colony-zero`."""
 
 from .train import main
 

@@ -1,6 +1,6 @@
 """Self-play throughput of `colony-zero` on a Ray cluster against local worker processes.
 
-    python -m training.zero.cluster_bench [--generations 3] [--games 32]
+    python -m colony_training.zero.cluster_bench [--generations 3] [--games 32]
 
 Starts a two-node Ray cluster on this machine (Ray's `ray.cluster_utils.Cluster`: a head and a
 worker node with one CPU each, both on 127.0.0.1 only, token authentication), runs
@@ -31,7 +31,7 @@ NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "object_store_memory": 80
 
 
 def _run(out_dir: Path, name: str, args: argparse.Namespace, extra: list[str]) -> None:
-    cmd = [sys.executable, "-m", "training.zero", "--config", str(CONFIG), "--generations", str(args.generations),
+    cmd = [sys.executable, "-m", "colony_training.zero", "--config", str(CONFIG), "--generations", str(args.generations),
            "--games-per-generation", str(args.games), "--parallel-games", str(max(1, args.games // 2)),
            "--eval-every", "0", "--eval-games", "2", "--no-progress", "--out-dir", str(out_dir), "--run-name", name,
            *extra]
@@ -50,7 +50,7 @@ def _run(out_dir: Path, name: str, args: argparse.Namespace, extra: list[str]) -
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.zero.cluster_bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m colony_training.zero.cluster_bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--generations", type=int, default=3)
     p.add_argument("--games", type=int, default=32, help="games per generation (two chunks)")
     args = p.parse_args(argv)

@@ -13,7 +13,7 @@ from colony_env.agents.az import ROOTS
 from ..config import DEVICES, ConfigError
 from ..runlog import is_file
 
-# Agent specs the periodic evaluation may play against (built by training.eval's agent specs).
+# Agent specs the periodic evaluation may play against (built by colony_training.eval's agent specs).
 _LADDER_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
 
 

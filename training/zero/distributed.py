@@ -3,7 +3,7 @@
 Each generation's games are split into `workers` chunks, as on one machine; with an address
 each chunk is a Ray task (one CPU) that may run on any node of the cluster, while the driver
 (the machine that runs `colony-zero`) fits the network and writes the run directory, exactly as
-without Ray. Joining uses `training.rllib.cluster.join_cluster`: loopback, token and version
+without Ray. Joining uses `colony_training.rllib.cluster.join_cluster`: loopback, token and version
 problems stop the run with one line before anything is written.
 
 What survives what: a chunk's games are fixed by their seeds, so when a node dies mid-generation

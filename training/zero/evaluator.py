@@ -27,7 +27,7 @@ class NetworkEvaluator:
 
     On the CPU the network is traced and frozen at the first call (`torch.jit.trace`, then
     `torch.jit.freeze` and `optimize_for_inference`, which pre-packs the convolution weights):
-    measured side by side with `python -m training.bench_zero`, that makes a batch of 64 leaves
+    measured side by side with `python -m colony_training.bench_zero`, that makes a batch of 64 leaves
     about 1.3x faster for the quickstart network and leaves a single leaf as fast as before
     (docs/zero.md). The trace is a snapshot of the weights: build a new evaluator after the
     network changes. `trace=False`, a network with the heuristic input, or a GPU keeps eager mode.

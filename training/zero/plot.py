@@ -1,8 +1,8 @@
-"""Learning curves of colony-zero runs: `python -m training.zero.plot RUN_DIR [RUN_DIR ...] --out curve.png`.
+"""Learning curves of colony-zero runs: `python -m colony_training.zero.plot RUN_DIR [RUN_DIR ...] --out curve.png`.
 
 Left: Elo of the policy (and of the search agent, when the run evaluated it) against the CPU
 hours spent so far, with 95% intervals, fitted against the fixed ladder's ratings
-(`training.eval.elo.LADDER_ELO`: `random` 0, `greedy` measured once against it). Right:
+(`colony_training.eval.elo.LADDER_ELO`: `random` 0, `greedy` measured once against it). Right:
 the score against each ladder opponent with its Wilson 95% interval. One colour per run.
 Everything comes from the runs' `eval.csv`.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from ..cli import console_script
 from ..eval.elo import LADDER_ELO, PairTally, ladder_rating
 
-PROG = "python -m training.zero.plot"
+PROG = "python -m colony_training.zero.plot"
 
 
 def read_eval(run: Path) -> list[dict[str, str]]:

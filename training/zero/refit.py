@@ -1,7 +1,7 @@
-"""`python -m training.zero.refit`: fit a new network to the self-play data of finished runs.
+"""`python -m colony_training.zero.refit`: fit a new network to the self-play data of finished runs.
 
-    python -m training.zero.refit runs/zero-A runs/zero-B --channels 64 --blocks 4 --samples 700000 --out runs/refit
-    python -m training.zero.refit --resume runs/refit
+    python -m colony_training.zero.refit runs/zero-A runs/zero-B --channels 64 --blocks 4 --samples 700000 --out runs/refit
+    python -m colony_training.zero.refit --resume runs/refit
 
 A colony-zero run's replay shards (`RUN/replay/gen_*.npz`) keep every position it played with
 the search's improved policy, the game's result and the playouts' mean. That is a supervised

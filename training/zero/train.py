@@ -1,4 +1,4 @@
-"""`colony-zero` (also `python -m training.zero`): search-based self-play with a learned value.
+"""`colony-zero` (also `python -m colony_training.zero`): search-based self-play with a learned value.
 
     colony-zero --config configs/zero_quickstart.yaml
     colony-zero --config configs/zero.yaml --generations 300 --workers 2

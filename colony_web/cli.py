@@ -1,0 +1,107 @@
+"""Command line of `colony-web`: options, checks, then uvicorn serving the app."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from pathlib import Path
+
+from colony_training.cli import console_script
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_CHECKPOINT_DIR = Path("checkpoints")
+LOOPBACK_NAMES = ("localhost",)
+MAX_WORKERS = 64
+
+
+class CliError(ValueError):
+    """A bad option; printed as one line."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only this machine can reach a server bound to `host`."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="colony-web",
+        description="Play, replay and analyse Colony games in a browser (a local web app on the project's engine and agents).",
+    )
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help=f"address to bind (default {DEFAULT_HOST}: this machine only; anything else is reachable by others)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--out", type=Path, default=Path("runs") / "web",
+                        help="folder for OUT/games.jsonl, the record of each finished game; the app writes nothing else (default runs/web)")
+    parser.add_argument("--no-save", action="store_true", help="do not write finished games at all")
+    parser.add_argument("--records", type=Path, action="append", default=[], metavar="PATH",
+                        help="a games.jsonl record file, or a folder of them, to offer in the Replay tab (repeatable)")
+    parser.add_argument("--checkpoint", type=Path, action="append", default=None, metavar="PATH",
+                        help="a checkpoint to offer as opponent and analyser (repeatable; default: checkpoints/*.pt)")
+    parser.add_argument("--workers", type=int, default=None, help="processes that run agents and analyses (default 2)")
+    parser.add_argument("--think-limit", type=float, default=None, metavar="SECONDS",
+                        help="time limit of one agent move or analysis; past it the search is stopped (default 120)")
+    return parser
+
+
+def _config(args: argparse.Namespace):
+    from .app import WebConfig
+
+    if not 0 < args.port < 65536:
+        raise CliError(f"--port must be in 1..65535, got {args.port}")
+    for p in args.records:
+        if not p.exists():
+            raise CliError(f"--records {str(p)!r} does not exist (give a games.jsonl file or a folder of them)")
+    checkpoints = args.checkpoint
+    if checkpoints is None:
+        checkpoints = sorted(DEFAULT_CHECKPOINT_DIR.glob("*.pt")) if DEFAULT_CHECKPOINT_DIR.is_dir() else []
+    for p in checkpoints:
+        if not p.is_file():
+            raise CliError(f"--checkpoint {str(p)!r} is not a file (expected a .pt file written by colony-train)")
+    if args.out.exists() and not args.out.is_dir():
+        raise CliError(f"--out {str(args.out)!r} exists and is not a folder")
+    config = WebConfig(out_dir=args.out, records=list(args.records), checkpoints=list(checkpoints),
+                       save_games=not args.no_save)
+    if args.workers is not None:
+        if not 1 <= args.workers <= MAX_WORKERS:
+            raise CliError(f"--workers must be in 1..{MAX_WORKERS}, got {args.workers}")
+        config.workers = args.workers
+    if args.think_limit is not None:
+        if not args.think_limit > 0:
+            raise CliError(f"--think-limit must be > 0 seconds, got {args.think_limit}")
+        config.think_limit = args.think_limit
+    return config
+
+
+@console_script
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        import starlette  # noqa: F401
+        import uvicorn
+    except ImportError as e:
+        print(f"colony-web: error: the web app needs the 'web' extra ({e.name} is missing): pip install -e '.[web]'",
+              file=sys.stderr)
+        return 2
+    try:
+        config = _config(args)
+    except CliError as e:
+        print(f"colony-web: error: {e}", file=sys.stderr)
+        return 2
+    from .app import create_app
+
+    if not is_loopback(args.host):
+        print(f"colony-web: warning: bound to {args.host}, so other machines can reach this server; it has no "
+              "login, and its agent specs load any checkpoint path it is given. Use --host 127.0.0.1 unless you "
+              "mean to share it.", file=sys.stderr)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"colony-web: open http://{host}:{args.port}/ (Ctrl+C stops the server)", flush=True)
+    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    return 0

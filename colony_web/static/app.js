@@ -1,0 +1,641 @@
+// Colony web page: draws what the server says and sends clicks; no game rule lives here.
+// The server (colony_web/app.py) lists the legal actions, explains illegal clicks in the
+// engine's words, plays the agents and replays records.
+"use strict";
+
+const SIZE = 10, MARGIN = 30, CELL = 50, RADIUS = 18;
+const FILES = "abcdefghij";
+const SVGNS = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  tab: "play",
+  game: null,          // play: the server's view of the current game
+  selected: null,      // play: index of the selected satellite
+  landing: null,       // play: displacement landing cell waiting for a push choice
+  busy: false,         // a request that changes the game is on its way
+  paused: false,
+  timer: null,
+  replay: null,        // replay: {positions, moves, movers, last, ...} of one recorded game
+  ply: 0,
+  values: [],          // red's value per ply of the shown game (analysis graph)
+  valuesKey: "",
+  analysis: null,
+  analysisKey: "",
+};
+
+function cellName(i) { return FILES[i % SIZE] + (SIZE - Math.floor(i / SIZE)); }
+function cellXY(i) { return [MARGIN + (i % SIZE) * CELL, MARGIN + Math.floor(i / SIZE) * CELL]; }
+function centre(i) { const [x, y] = cellXY(i); return [x + CELL / 2, y + CELL / 2]; }
+
+function arrow(from, to, attrs, parent, gap) {
+  // a line from the centre of `from` that stops `gap` short of the centre of `to`, so its head shows
+  const [x1, y1] = centre(from), [x2, y2] = centre(to);
+  const len = Math.hypot(x2 - x1, y2 - y1) || 1;
+  const k = Math.max(0, len - gap) / len;
+  return el("line", { x1, y1, x2: x1 + (x2 - x1) * k, y2: y1 + (y2 - y1) * k, ...attrs }, parent);
+}
+
+function el(name, attrs, parent, text) {
+  const e = document.createElementNS(SVGNS, name);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function say(text, kind) {
+  const m = $("message");
+  m.textContent = text || "";
+  m.className = text ? (kind || "info") : "";
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: {} };
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = typeof body === "string" ? "text/plain" : "application/json";
+    opts.body = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, opts);
+  } catch (e) {
+    throw new Error("the server cannot be reached (is colony-web still running?)");
+  }
+  let data;
+  try { data = await res.json(); } catch (e) { data = { error: `${res.status} ${res.statusText}` }; }
+  if (!res.ok) throw new Error(data.error || `${res.status} ${res.statusText}`);
+  return data;
+}
+
+// ---------------------------------------------------------------- board drawing
+function currentPosition() {
+  if (ui.tab === "play") return ui.game;
+  return ui.replay ? ui.replay.positions[ui.ply] : null;
+}
+
+function currentLast() {
+  if (ui.tab === "play") return ui.game ? ui.game.last : null;
+  return ui.replay ? ui.replay.last[ui.ply] : null;
+}
+
+function legalNow() {
+  return ui.tab === "play" && ui.game && !ui.busy ? ui.game.legal : null;
+}
+
+function drawBoard() {
+  const svg = $("board");
+  svg.replaceChildren();
+  const defs = el("defs", {}, svg);
+  for (const [id, colour] of [["arrow-last", "#f1c40f"], ["arrow-hint", "#16a085"], ["arrow-search", "#7d3c98"]]) {
+    const m = el("marker", { id, viewBox: "0 0 10 10", refX: 7, refY: 5, markerWidth: 4, markerHeight: 4, orient: "auto" }, defs);
+    el("path", { d: "M0,0 L10,5 L0,10 z", fill: colour }, m);
+  }
+  const pos = currentPosition();
+  const last = currentLast();
+  const gCells = el("g", {}, svg);
+  for (let i = 0; i < SIZE * SIZE; i++) {
+    const [x, y] = cellXY(i);
+    const r = Math.floor(i / SIZE), c = i % SIZE;
+    const edge = r === 0 || r === SIZE - 1 || c === 0 || c === SIZE - 1;
+    const cls = "cell" + (edge ? " edge" : "") + (last && (last.from === i || last.to === i || last.push === i) ? " last-cell" : "");
+    el("rect", { x, y, width: CELL, height: CELL, class: cls, "data-cell": cellName(i) }, gCells);
+  }
+  for (let k = 0; k < SIZE; k++) {
+    el("text", { x: MARGIN + k * CELL + CELL / 2, y: MARGIN + SIZE * CELL + 18, class: "coord" }, svg, FILES[k]);
+    el("text", { x: MARGIN + k * CELL + CELL / 2, y: 20, class: "coord" }, svg, FILES[k]);
+    el("text", { x: 14, y: MARGIN + k * CELL + CELL / 2 + 4, class: "coord" }, svg, String(SIZE - k));
+    el("text", { x: MARGIN + SIZE * CELL + 15, y: MARGIN + k * CELL + CELL / 2 + 4, class: "coord" }, svg, String(SIZE - k));
+  }
+  if (!pos) return;
+  // colonies: a tinted patch per cell in the controller's colour (totals are drawn above the satellites)
+  for (const col of pos.colonies) {
+    const who = col.controller || "none";
+    const g = el("g", { class: "colony-group", "data-controller": who }, svg);
+    for (const i of col.cells) {
+      const [x, y] = cellXY(i);
+      el("rect", { x: x + 2, y: y + 2, width: CELL - 4, height: CELL - 4, rx: 6, class: `colony ${who}` }, g);
+    }
+  }
+  for (const [a, b] of pos.links) {
+    const [x1, y1] = centre(a), [x2, y2] = centre(b);
+    el("line", { x1, y1, x2, y2, class: "link" }, svg);
+  }
+  if (last && last.from !== null) {
+    arrow(last.from, last.to, { class: "last-move" }, svg, RADIUS + 6);
+    if (last.push !== null) arrow(last.to, last.push, { class: "last-move" }, svg, RADIUS + 6);
+  }
+  const legal = legalNow();
+  for (const s of pos.cells) {
+    const movable = legal && legal.sources[s.index] !== undefined;
+    const cls = `sat ${s.colour}` + (s.connected ? " connected" : "") + (movable ? " movable" : "") + (ui.selected === s.index ? " selected" : "");
+    const g = el("g", { class: cls, "data-cell": s.name }, svg);
+    const [cx, cy] = centre(s.index);
+    el("circle", { cx, cy, r: RADIUS }, g);
+    el("text", { x: cx, y: cy }, g, String(s.value));
+  }
+  for (const col of pos.colonies) {  // totals red:blue on the colony's first cell, a crown when it holds 6
+    const who = col.controller || "none";
+    const [x, y] = cellXY(Math.min(...col.cells));
+    const label = `${col.red_total}:${col.blue_total}` + (col.crowned ? " \u265b" : "");
+    el("text", { x: x + 2, y: y + 11, class: "colony-label", fill: who === "red" ? "#a12820" : who === "blue" ? "#1d4f96" : "#444" }, svg, label);
+  }
+  drawTargets(svg, legal);
+  drawHints(svg);
+  const hits = el("g", {}, svg);
+  for (let i = 0; i < SIZE * SIZE; i++) {
+    const [x, y] = cellXY(i);
+    const r = el("rect", { x, y, width: CELL, height: CELL, class: "hit", "data-cell": cellName(i) }, hits);
+    r.addEventListener("click", () => onCellClick(i));
+  }
+}
+
+function drawTargets(svg, legal) {
+  if (!legal || ui.selected === null) return;
+  const targets = legal.sources[ui.selected] || {};
+  for (const [to, t] of Object.entries(targets)) {
+    const i = Number(to);
+    if (ui.landing !== null && ui.landing !== i) continue;  // choosing a push: only that landing and its pushes
+    const [cx, cy] = centre(i);
+    const attrs = { class: `target target-${t.kind}`, "data-cell": cellName(i), "data-kind": t.kind };
+    if (t.kind === "normal") el("circle", { cx, cy, r: 8, ...attrs }, svg);
+    else el("circle", { cx, cy, r: RADIUS + 5, ...attrs }, svg);
+    if (ui.landing === i) {
+      for (const choice of t.actions) {
+        const [px, py] = cellXY(choice.push);
+        el("rect", { x: px + 14, y: py + 14, width: 22, height: 22, rx: 4, class: "target target-push", "data-cell": cellName(choice.push), "data-kind": "push" }, svg);
+      }
+    }
+  }
+}
+
+function drawHints(svg) {
+  const a = ui.analysis;
+  if (!a || !$("analyse").checked) return;
+  const pos = currentPosition();
+  if (!pos || JSON.stringify(pos.state) !== ui.analysisKey) return;
+  const percent = (p) => `${(p * 100).toFixed(p < 0.1 ? 1 : 0)}%`;
+  // a search's visit counts when there is one (what the agent would play on), else the policy
+  const list = a.search ? a.search.moves.map((m) => [m, m.visits / Math.max(1, a.search.simulations), `${m.visits}`, "search"])
+    : a.policy ? a.policy.map((m) => [m, m.prob, percent(m.prob), "policy"]) : [];
+  for (const [m, share, label, kind] of list.slice(0, 5)) {
+    if (m.from === null) continue;
+    const [x1, y1] = centre(m.from), [x2, y2] = centre(m.to);
+    arrow(m.from, m.to, { class: `hint ${kind}`, "stroke-width": 2 + 10 * share, "data-move": m.notation }, svg, 10);
+    el("text", { x: x1 + 0.62 * (x2 - x1) + 4, y: y1 + 0.62 * (y2 - y1) - 6, class: "hint-label" }, svg, label);
+  }
+}
+
+// ---------------------------------------------------------------- side panel
+function describeResult(pos) {
+  if (!pos.over) return "";
+  if (pos.end_reason === "resignation") return `${pos.result} wins: ${pos.resigned} resigned`;
+  return pos.result === "draw" ? `draw (${pos.end_reason})` : `${pos.result} wins (${pos.end_reason})`;
+}
+
+function bolt() {
+  const svg = document.createElementNS(SVGNS, "svg");
+  svg.setAttribute("viewBox", "0 0 10 16");
+  svg.setAttribute("class", "bolt");
+  el("path", { d: "M6 0 L0 9 H4 L3 16 L10 6 H6 Z" }, svg);
+  return svg;
+}
+
+function drawFacts() {
+  const pos = currentPosition();
+  const facts = $("facts");
+  facts.replaceChildren();
+  $("result").textContent = "";
+  if (!pos) return;
+  const st = pos.state;
+  const lines = [];
+  if (!pos.over) lines.push(`${st.to_move} to move, ply ${st.ply} of at most ${st.max_plies}`);
+  else lines.push(`ply ${st.ply}`);
+  lines.push(st.unlocked ? "connections unlocked (an edge has been empty)" : "connections locked: no edge has been empty yet");
+  lines.push(`connected: red ${pos.connected.red}, blue ${pos.connected.blue} (${pos.connected.red + pos.connected.blue} of 23 ends the game)`);
+  if (st.finished) lines.push(`${st.finished} finished; ${st.finished === "red" ? "blue" : "red"} has ${st.grace_left} grace move${st.grace_left === 1 ? "" : "s"} left`);
+  const lead = pos.leader === "draw" ? "level" : `${pos.leader} ahead`;
+  lines.push(`colonies controlled: red ${pos.controlled.red}, blue ${pos.controlled.blue} \u2014 score as it stands: ${lead}`);
+  for (const text of lines) {
+    const d = document.createElement("div");
+    d.textContent = text;
+    facts.appendChild(d);
+  }
+  if (st.finished) {  // the card's lightning: one bolt per grace move left
+    const d = document.createElement("div");
+    d.className = "grace";
+    d.title = "grace moves left";
+    for (let k = 0; k < st.grace_left; k++) d.appendChild(bolt());
+    facts.appendChild(d);
+  }
+  $("result").textContent = describeResult(pos);
+}
+
+function drawMoves() {
+  const list = $("moves");
+  list.replaceChildren();
+  const src = ui.tab === "play" ? ui.game : ui.replay;
+  if (!src) return;
+  src.moves.forEach((mv, k) => {
+    const li = document.createElement("li");
+    li.textContent = mv;
+    li.className = src.movers[k] + (ui.tab === "replay" && k === ui.ply - 1 ? " current" : "");
+    li.dataset.ply = String(k + 1);
+    if (ui.tab === "replay") li.addEventListener("click", () => gotoPly(k + 1));
+    list.appendChild(li);
+  });
+  const cur = list.querySelector(".current") || list.lastElementChild;
+  if (cur) list.scrollTop = cur.offsetTop - list.clientHeight / 2;  // scroll the list only, never the page
+}
+
+function drawStatus() {
+  const s = $("status");
+  if (ui.tab === "play" && ui.game) {
+    const g = ui.game;
+    const names = `red: ${g.players.red} \u00b7 blue: ${g.players.blue}`;
+    if (g.over) s.textContent = `${names} \u2014 game over`;
+    else if (g.thinking || ui.busy) s.textContent = `${names} \u2014 ${g.state.to_move} (${g.players[g.state.to_move]}) is thinking\u2026`;
+    else s.textContent = `${names} \u2014 ${g.state.to_move} to move`;
+  } else if (ui.tab === "replay" && ui.replay) {
+    const r = ui.replay;
+    s.textContent = `${r.name} game ${r.index}: ${r.agents.red} (red) vs ${r.agents.blue} (blue) \u2014 ${r.result} by ${r.end_reason}`;
+  } else s.textContent = "";
+  const g = ui.game;
+  const humanSide = g && !g.over && ["red", "blue"].some((c) => g.players[c] === "human");
+  $("undo").disabled = !g || ui.busy || g.moves.length === 0;
+  $("resign").disabled = !humanSide || ui.busy;
+  $("pass").disabled = !(g && g.legal && g.legal.pass !== null) || ui.busy;
+  const watching = g && g.players.red !== "human" && g.players.blue !== "human";
+  $("pause").disabled = !watching || g.over;
+  $("pause").textContent = ui.paused ? "Resume" : "Pause";
+  if (ui.replay) {
+    $("ply-text").textContent = `of ${ui.replay.moves.length}`;
+    $("ply").max = String(ui.replay.moves.length);
+    $("ply").value = String(ui.ply);
+  }
+}
+
+function render() {
+  drawBoard();
+  drawFacts();
+  drawMoves();
+  drawStatus();
+  drawAnalysisPanel();
+  refreshAnalysis();
+}
+
+// ---------------------------------------------------------------- play
+async function newGame() {
+  clearTimeout(ui.timer);
+  const body = { red: $("red").value.trim() || "human", blue: $("blue").value.trim() || "human" };
+  const seed = $("seed").value.trim();
+  if (seed !== "") body.seed = Number(seed);
+  const maxPlies = $("max-plies").value.trim();
+  if (maxPlies !== "") body.max_plies = Number(maxPlies);
+  ui.busy = true;
+  say("starting a new game\u2026");
+  try {
+    ui.game = await api("POST", "/api/games", body);
+    ui.selected = ui.landing = null;
+    ui.paused = false;
+    ui.values = [];
+    say("");
+  } catch (e) {
+    say(e.message, "error");
+  } finally {
+    ui.busy = false;
+  }
+  render();
+  pump();
+}
+
+async function openGame(id) {  // a game started elsewhere (another tab, the API): ?game=ID
+  try {
+    ui.game = await api("GET", `/api/games/${encodeURIComponent(id)}`);
+    $("red").value = ui.game.players.red;
+    $("blue").value = ui.game.players.blue;
+    $("seed").value = ui.game.seed === null ? "" : String(ui.game.seed);
+    $("max-plies").value = String(ui.game.state.max_plies);
+  } catch (e) {
+    say(e.message, "error");
+  }
+  render();
+  pump();
+}
+
+async function change(path, body) {
+  ui.busy = true;
+  drawStatus();
+  try {
+    ui.game = await api("POST", `/api/games/${ui.game.id}/${path}`, body);
+    return true;
+  } catch (e) {
+    say(e.message, "error");
+    return false;
+  } finally {
+    ui.busy = false;
+    ui.selected = ui.landing = null;
+    render();
+  }
+}
+
+async function play(action) {
+  say("");
+  if (await change("move", { action })) pump();
+}
+
+function agentToMove() {
+  const g = ui.game;
+  return g && !g.over && g.players[g.state.to_move] !== "human";
+}
+
+function pump() {
+  clearTimeout(ui.timer);
+  if (!agentToMove() || ui.paused || ui.tab !== "play") return;
+  const g = ui.game;
+  const watching = g.players.red !== "human" && g.players.blue !== "human";
+  ui.timer = setTimeout(step, watching ? Number($("speed").value) : 0);
+}
+
+async function step() {
+  if (!agentToMove() || ui.busy || ui.paused) return;
+  const id = ui.game.id;
+  if (await change("step")) {
+    if (ui.game.id === id) pump();
+  }
+}
+
+async function explain(from, to) {
+  const q = `from=${cellName(from)}` + (to === undefined ? "" : `&to=${cellName(to)}`);
+  try {
+    const r = await api("GET", `/api/games/${ui.game.id}/explain?${q}`);
+    say(r.message, "error");
+  } catch (e) {
+    say(e.message, "error");
+  }
+}
+
+function onCellClick(i) {
+  if (ui.tab !== "play" || !ui.game) return;
+  const g = ui.game;
+  if (g.over) { say(`the game is over: ${describeResult(g)}; start a new game`, "info"); return; }
+  if (ui.busy || g.thinking) { say("wait: the agent is thinking", "info"); return; }
+  const legal = g.legal;
+  if (!legal) { say(`${g.state.to_move} is played by ${g.players[g.state.to_move]}, not by you`, "info"); return; }
+  if (ui.landing !== null) {
+    const choice = legal.sources[ui.selected][ui.landing].actions.find((a) => a.push === i);
+    if (choice) { play(choice.action); return; }
+    ui.landing = null;
+  }
+  if (ui.selected !== null && legal.sources[ui.selected] && legal.sources[ui.selected][i]) {
+    const t = legal.sources[ui.selected][i];
+    if (t.actions.length === 1) { play(t.actions[0].action); return; }
+    ui.landing = i;
+    say(`displacement to ${cellName(i)}: click where the pushed satellite goes (purple squares)`, "info");
+    drawBoard();
+    return;
+  }
+  if (legal.sources[i]) {
+    ui.selected = i;
+    ui.landing = null;
+    say("");
+    drawBoard();
+    return;
+  }
+  if (ui.selected !== null && ui.selected !== i) explain(ui.selected, i);
+  else explain(i);
+  ui.selected = null;
+  drawBoard();
+}
+
+// ---------------------------------------------------------------- replay
+function fillRecordSelect(files, selectId) {
+  const sel = $("record-select");
+  sel.replaceChildren();
+  for (const f of files) {
+    const o = document.createElement("option");
+    o.value = f.id;
+    o.textContent = `${f.name} (${f.games.length} games)`;
+    o.dataset.summary = JSON.stringify(f);
+    sel.appendChild(o);
+  }
+  if (selectId) sel.value = selectId;
+  fillGameSelect();
+}
+
+function fillGameSelect() {
+  const opt = $("record-select").selectedOptions[0];
+  const sel = $("game-select");
+  sel.replaceChildren();
+  if (!opt) return;
+  for (const g of JSON.parse(opt.dataset.summary).games) {
+    const o = document.createElement("option");
+    o.value = String(g.index);
+    o.textContent = `${g.index}: ${g.agents.red} vs ${g.agents.blue}, ${g.result} by ${g.end_reason}, ${g.plies} plies`;
+    sel.appendChild(o);
+  }
+  loadRecordGame();
+}
+
+async function loadRecordGame() {
+  const rid = $("record-select").value, n = $("game-select").value;
+  if (!rid || n === "") return;
+  const note = "replaying the record with the engine\u2026";
+  say(note);
+  try {
+    ui.replay = await api("GET", `/api/records/${rid}/games/${n}`);
+    ui.values = [];
+    ui.ply = 0;
+    if ($("message").textContent === note) say("");  // keep any message that came meanwhile
+  } catch (e) {
+    ui.replay = null;
+    say(e.message, "error");
+  }
+  render();
+}
+
+async function uploadRecord(file) {
+  if (!file) return;
+  try {
+    const text = await file.text();
+    const summary = await api("POST", `/api/records?name=${encodeURIComponent(file.name)}`, text);
+    const info = await api("GET", "/api/info");
+    const files = info.records.some((f) => f.id === summary.id) ? info.records : [...info.records, summary];
+    fillRecordSelect(files, summary.id);
+  } catch (e) {
+    say(e.message, "error");
+  }
+}
+
+function gotoPly(p) {
+  if (!ui.replay) return;
+  ui.ply = Math.max(0, Math.min(ui.replay.moves.length, p));
+  render();
+}
+
+// ---------------------------------------------------------------- analysis
+function shownStates() {
+  if (ui.tab === "replay") return ui.replay ? ui.replay.positions.length : 0;
+  return ui.game ? ui.game.moves.length + 1 : 0;
+}
+
+async function refreshAnalysis() {
+  if (!$("analyse").checked) return;
+  const spec = $("analyser").value.trim();
+  const pos = currentPosition();
+  if (!spec || !pos) return;
+  const key = JSON.stringify(pos.state);
+  if (!pos.over && (ui.analysisKey !== key || ui.analysis === null || ui.analysis.analyser !== spec)) {
+    ui.analysisKey = key;
+    ui.analysis = null;
+    try {
+      const a = await api("POST", "/api/analyse", { analyser: spec, state: pos.state });
+      if (ui.analysisKey === key) { ui.analysis = a; drawBoard(); drawAnalysisPanel(); }
+    } catch (e) {
+      say(`analysis: ${e.message}`, "error");
+      return;
+    }
+  }
+  await refreshValues(spec);
+}
+
+async function refreshValues(spec) {
+  const key = spec + "|" + (ui.tab === "play" ? (ui.game && ui.game.id) : (ui.replay && `${ui.replay.name}:${ui.replay.index}`));
+  if (ui.valuesKey !== key) { ui.values = []; ui.valuesKey = key; }
+  const n = shownStates();
+  if (ui.tab === "play" && ui.game && ui.values.length > n) ui.values.length = n;  // after an undo
+  if (ui.values.length >= n) { drawAnalysisPanel(); return; }
+  const body = ui.tab === "play" ? { analyser: spec, game: ui.game.id, from: ui.values.length }
+    : { analyser: spec, states: ui.replay.positions.slice(ui.values.length).map((p) => p.state) };
+  try {
+    const r = await api("POST", "/api/values", body);
+    if (ui.valuesKey === key) ui.values = ui.values.concat(r.red_values);
+  } catch (e) {
+    if (!/value head/.test(e.message)) say(`value graph: ${e.message}`, "error");
+  }
+  drawAnalysisPanel();
+}
+
+function drawAnalysisPanel() {
+  const on = $("analyse").checked;
+  const a = on && ui.analysis && currentPosition() && JSON.stringify(currentPosition().state) === ui.analysisKey ? ui.analysis : null;
+  $("value-bar").classList.toggle("hidden", !(a && a.value !== null));
+  const shaped = a && a.value !== null && a.shaping_scale > 0;
+  $("value-note").classList.toggle("hidden", !shaped);
+  if (shaped) $("value-note").textContent = `value = value head + \u03a6: trained with reward shaping (scale ${a.shaping_scale}), the head learns V \u2212 \u03a6`;
+  if (a && a.value !== null) {
+    const red = a.to_move === "red" ? a.value : -a.value;
+    const p = Math.max(0, Math.min(1, (red + 1) / 2));
+    $("value-red").style.width = `${(p * 100).toFixed(1)}%`;
+    $("value-text").textContent = `red ${(p * 100).toFixed(0)}% \u00b7 blue ${(100 - p * 100).toFixed(0)}%`;
+  }
+  const table = $("top-moves");
+  table.classList.toggle("hidden", !a);
+  const head = table.querySelector("thead tr"), body = table.querySelector("tbody");
+  head.replaceChildren();
+  body.replaceChildren();
+  if (a) {
+    const columns = [["move", (r) => r.move]];
+    if (a.policy) columns.push(["policy", (r) => (r.prob === undefined ? "" : `${(r.prob * 100).toFixed(1)}%`)]);
+    if (a.search) {
+      columns.push([`visits (of ${a.search.simulations})`, (r) => (r.visits === undefined ? "" : String(r.visits))]);
+      columns.push(["mean return", (r) => (r.q === undefined || r.q === null ? "" : r.q.toFixed(2))]);
+    }
+    for (const [name] of columns) { const th = document.createElement("th"); th.textContent = name; head.appendChild(th); }
+    const rows = new Map();
+    for (const m of a.policy || []) rows.set(m.notation, { move: m.notation, prob: m.prob });
+    for (const m of (a.search && a.search.moves) || []) rows.set(m.notation, { ...(rows.get(m.notation) || { move: m.notation }), visits: m.visits, q: m.q });
+    for (const r of rows.values()) {
+      const tr = document.createElement("tr");
+      for (const [, cell] of columns) { const td = document.createElement("td"); td.textContent = cell(r); tr.appendChild(td); }
+      body.appendChild(tr);
+    }
+  }
+  drawGraph(on);
+}
+
+function drawGraph(on) {
+  const svg = $("value-graph");
+  const vals = ui.values;
+  svg.classList.toggle("hidden", !(on && vals.length > 0));
+  svg.replaceChildren();
+  if (!on || vals.length === 0) return;
+  const W = Math.max(100, Math.round(svg.getBoundingClientRect().width)) || 300, H = 90, n = Math.max(1, shownStates() - 1);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);  // drawn in pixels: text keeps its shape at any width
+  const x = (k) => 4 + (W - 8) * k / n, y = (v) => 4 + (H - 8) * (1 - (v + 1) / 2);
+  el("line", { x1: 0, y1: y(0), x2: W, y2: y(0), stroke: "#bbb", "stroke-dasharray": "3 3" }, svg);
+  const pts = vals.map((v, k) => (v === null ? null : `${x(k).toFixed(1)},${y(v).toFixed(1)}`)).filter((p) => p);
+  el("polyline", { points: pts.join(" "), fill: "none", stroke: "#c33", "stroke-width": 2, class: "value-line" }, svg);
+  const cur = ui.tab === "replay" ? ui.ply : shownStates() - 1;
+  el("line", { x1: x(cur), y1: 0, x2: x(cur), y2: H, stroke: "#f1c40f", "stroke-width": 2 }, svg);
+  el("text", { x: 6, y: 12, "font-size": 10, fill: "#c33" }, svg, "red wins");
+  el("text", { x: 6, y: H - 4, "font-size": 10, fill: "#36c" }, svg, "blue wins");
+}
+
+// ---------------------------------------------------------------- wiring
+function setTab(tab) {
+  ui.tab = tab;
+  for (const b of document.querySelectorAll(".tab")) b.classList.toggle("active", b.dataset.tab === tab);
+  $("panel-play").classList.toggle("hidden", tab !== "play");
+  $("panel-replay").classList.toggle("hidden", tab !== "replay");
+  ui.analysis = null;
+  say("");
+  render();
+  if (tab === "play") pump();
+  else clearTimeout(ui.timer);
+}
+
+function fillDatalist(id, items) {
+  const dl = $(id);
+  dl.replaceChildren();
+  for (const it of items) { const o = document.createElement("option"); o.value = it; dl.appendChild(o); }
+}
+
+async function init() {
+  for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => setTab(b.dataset.tab));
+  $("new-game").addEventListener("click", newGame);
+  $("undo").addEventListener("click", () => { ui.paused = false; change("undo").then(pump); });
+  $("resign").addEventListener("click", () => {
+    const g = ui.game;
+    const me = g.players[g.state.to_move] === "human" ? g.state.to_move : (g.players.red === "human" ? "red" : "blue");
+    change("resign", { colour: me });
+  });
+  $("pass").addEventListener("click", () => play(ui.game.legal.pass));
+  $("pause").addEventListener("click", () => { ui.paused = !ui.paused; drawStatus(); pump(); });
+  $("speed").addEventListener("input", () => { $("speed-text").textContent = `${$("speed").value} ms`; });
+  $("record-file").addEventListener("change", (e) => uploadRecord(e.target.files[0]));
+  $("record-select").addEventListener("change", fillGameSelect);
+  $("game-select").addEventListener("change", loadRecordGame);
+  $("first").addEventListener("click", () => gotoPly(0));
+  $("prev").addEventListener("click", () => gotoPly(ui.ply - 1));
+  $("next").addEventListener("click", () => gotoPly(ui.ply + 1));
+  $("last").addEventListener("click", () => gotoPly(Infinity));
+  $("ply").addEventListener("change", () => gotoPly(Number($("ply").value)));
+  $("analyse").addEventListener("change", () => { ui.analysis = null; render(); });
+  $("analyser").addEventListener("change", () => { ui.analysis = null; ui.values = []; render(); });
+  document.addEventListener("keydown", (e) => {
+    if (ui.tab !== "replay" || e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+    const moves = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
+    if (e.key in moves) {
+      e.preventDefault();
+      gotoPly(Math.abs(moves[e.key]) === Infinity ? (moves[e.key] > 0 ? Infinity : 0) : ui.ply + moves[e.key]);
+    }
+  });
+  try {
+    const info = await api("GET", "/api/info");
+    fillDatalist("agent-list", info.agents);
+    fillDatalist("analyser-list", info.analysers);
+    if (info.analysers.length) $("analyser").value = info.analysers[0];
+    fillRecordSelect(info.records);
+    if (info.load_errors.length) say(info.load_errors.join("; "), "error");
+  } catch (e) {
+    say(e.message, "error");
+  }
+  const params = new URLSearchParams(location.search);
+  for (const key of ["red", "blue", "seed", "max-plies"]) if (params.has(key)) $(key).value = params.get(key);
+  if (params.get("tab") === "replay") setTab("replay");
+  else if (params.has("game")) openGame(params.get("game"));
+  else newGame();
+}
+
+init();

@@ -1,0 +1,173 @@
+"""What a thinking process does: agents' moves and the analysis of positions.
+
+These functions run in the worker processes of `thinker.Thinker`, never in the server
+process, so that a long search (compiled code that holds the GIL) or a hung agent never
+stalls the page, and a search past its time limit can be stopped by ending its process.
+Agents and analysers are built once per spec and kept (a checkpoint loads once).
+
+Analysis of a spec:
+* `checkpoint:PATH...`: the policy's probabilities over the legal actions and its value
+  (the mover's expected return), from `colony_training.checkpoint.load_policy_agent(...).policy(state)`;
+  a network trained with reward shaping learns V - Phi, so Phi is added back as in training
+  (training/ppo/shaping.py);
+* any spec whose agent searches (`mcts:N`, `checkpoint:PATH:mcts:N`, ...): the root's
+  visit counts and mean returns from `mcts_search(state, rng)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+import colony_env as ce
+
+from colony_training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from .views import action_cells
+
+CHECKPOINT_MODULE = "colony_training.checkpoint"  # imported on first use: it pulls in torch
+SHAPING_MODULE = "colony_training.ppo.shaping"
+CACHE_SIZE = 8  # agents and analysers kept per worker process
+TOP_MOVES = 8  # default number of moves listed by an analysis
+
+
+class JobError(ValueError):
+    """A job the worker cannot do (unknown spec, unreadable checkpoint, bad state); one line."""
+
+
+class _Cache(OrderedDict):
+    """A small least-recently-used map from spec text to a built object."""
+
+    def get_or_build(self, key: str, build) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = build()
+        self[key] = value
+        while len(self) > CACHE_SIZE:
+            self.popitem(last=False)
+        return value
+
+
+_agents = _Cache()
+_analysers = _Cache()
+
+
+def _agent(spec: str):
+    def build():
+        try:
+            return make_agent(spec)
+        except AgentSpecError as e:
+            raise JobError(str(e)) from None
+
+    return _agents.get_or_build(spec, build)
+
+
+def _state(packed: np.ndarray) -> ce.GameState:
+    state = ce.GameState.from_array(packed)
+    if state.is_over:
+        raise JobError(f"the game is over ({state.end_reason}); no action is legal (R8.4)")
+    return state
+
+
+def check_spec(spec: str) -> str:
+    """Build the agent of `spec` (loading its checkpoint) and return its name: validates a new game's players."""
+    return str(getattr(_agent(spec), "name", spec))
+
+
+def act(spec: str, packed: np.ndarray, seed: int) -> int:
+    """The move of `spec`'s agent in the position, with a generator seeded by the game."""
+    return int(_agent(spec).act(_state(packed), np.random.default_rng(seed)))
+
+
+class Analyser:
+    """A policy (probabilities and value) and/or a search (visit counts) for one spec."""
+
+    def __init__(self, spec: str) -> None:
+        try:
+            parsed = parse_agent_spec(spec)
+        except AgentSpecError as e:
+            raise JobError(str(e)) from None
+        agent = _agent(spec)  # a missing or corrupt checkpoint is reported here, in agent_specs' words
+        self.policy = None
+        self.shaping_scale = 0.0
+        if parsed.kind == "checkpoint":
+            checkpoints = importlib.import_module(CHECKPOINT_MODULE)
+            self.policy = checkpoints.load_policy_agent(parsed.path)
+            # with reward shaping the value head learns V - Phi (training/ppo/shaping.py); V is head + Phi
+            self.shaping_scale = float(checkpoints.read_checkpoint(parsed.path)["config"].get("shaping_scale") or 0.0)
+        inner = getattr(agent, "inner", agent)  # agent_specs wraps loaded agents under the spec's name
+        # MCTSAgent.mcts_search gives the root's children; AZAgent.analyse the root's statistics
+        self.searcher = inner if any(callable(getattr(inner, m, None)) for m in ("mcts_search", "analyse")) else None
+        if self.policy is None and self.searcher is None:
+            raise JobError(
+                f"{spec!r} offers nothing to analyse: use checkpoint:PATH (policy and value), "
+                "checkpoint:PATH:mcts:N or mcts:N (search visit counts)"
+            )
+
+    def value(self, state: ce.GameState) -> tuple[float, float]:
+        """(value for the mover, the value head's raw output): V = head + Phi as in training, within [-1, 1]."""
+        head = float(self.policy.policy(state)[2])
+        potential = 0.0
+        if self.shaping_scale:
+            shaping = importlib.import_module(SHAPING_MODULE)
+            potential = float(shaping.mover_potential(state.to_array()[None], self.shaping_scale)[0])
+        return min(1.0, max(-1.0, head + potential)), head
+
+    def _search(self, state: ce.GameState, rng: np.random.Generator) -> tuple[list[tuple[int, int, float | None]], int]:
+        """([(action, visits, mean return for the mover or None)], simulations) of one search from `state`."""
+        if callable(getattr(self.searcher, "mcts_search", None)):
+            root = self.searcher.mcts_search(state, rng)
+            kids = [(n.action, n.explore_count, n.total_reward / n.explore_count if n.explore_count else None)
+                    for n in root.children]
+        else:
+            res = self.searcher.analyse(state, rng)
+            kids = [(int(a), int(n), float(q) if n else None) for a, n, q in zip(res.actions, res.visits, res.q)]
+        return kids, sum(n for _, n, _ in kids)
+
+    def analyse(self, state: ce.GameState, top: int, seed: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"policy": None, "value": None, "search": None, "shaping_scale": self.shaping_scale}
+        if self.policy is not None:
+            ids, probs, _ = self.policy.policy(state)
+            order = np.argsort(-probs, kind="stable")[:top]
+            out["policy"] = [{**action_cells(int(ids[i]), state), "action": int(ids[i]), "prob": float(probs[i])}
+                             for i in order]
+            out["value"], out["value_head"] = self.value(state)
+        if self.searcher is not None:
+            kids, simulations = self._search(state, np.random.default_rng(seed))
+            kids = sorted((k for k in kids if k[1] > 0), key=lambda k: (-k[1], -(k[2] or 0.0)))  # searched moves only
+            out["search"] = {
+                "simulations": simulations,
+                "moves": [{**action_cells(a, state), "action": a, "visits": n, "q": q} for a, n, q in kids[:top]],
+            }
+        return out
+
+
+def _analyser(spec: str) -> Analyser:
+    return _analysers.get_or_build(spec, lambda: Analyser(spec))
+
+
+def analyse(spec: str, packed: np.ndarray, top: int, seed: int) -> dict[str, Any]:
+    """Top moves of the policy and/or the search in one position, and the policy's value for the mover."""
+    return _analyser(spec).analyse(_state(packed), top, seed)
+
+
+def values(spec: str, states: list[np.ndarray]) -> list[float | None]:
+    """The policy's value of each position from red's side (finished games: the result); for the value graph."""
+    analyser = _analyser(spec)
+    if analyser.policy is None:
+        raise JobError(f"{spec!r} has no value head: the value graph needs checkpoint:PATH")
+    out: list[float | None] = []
+    for packed in states:
+        state = ce.GameState.from_array(packed)
+        if state.is_over:
+            out.append(state.rewards()[0])
+            continue
+        v = analyser.value(state)[0]
+        out.append(v if state.to_move == ce.RED else -v)
+    return out
+
+
+JOBS = {"check_spec": check_spec, "act": act, "analyse": analyse, "values": values}

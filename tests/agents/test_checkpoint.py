@@ -1,0 +1,183 @@
+"""Checkpoint round trip, atomic writes, safe loading and the error paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import colony_env as ce
+from colony_env import observation
+from colony_training import checkpoint as ck
+from colony_training.checkpoint import CheckpointError, load_model, load_policy_agent, read_checkpoint, save_checkpoint
+from colony_training.model import PolicyValueNet
+
+
+def _net() -> PolicyValueNet:
+    torch.manual_seed(0)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    return net
+
+
+def test_round_trip_keeps_weights_config_and_meta(tmp_path: Path) -> None:
+    net = _net()
+    path = save_checkpoint(tmp_path / "a.pt", net, {"channels": 8}, {"global_step": 123, "iteration": 4})
+    loaded, data = load_model(path)
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, loaded.state_dict()[k])
+    assert data["config"] == {"channels": 8}
+    assert data["meta"]["global_step"] == 123
+    assert data["observation"] == list(observation.PLANE_NAMES)
+    assert data["num_actions"] == ce.N_ACTIONS
+    obs = torch.rand(2, observation.OBS_CHANNELS, 10, 10)
+    ids = torch.tensor([[0, 5, 16000]] * 2)
+    assert torch.equal(net.eval()(obs, ids)[0], loaded(obs, ids)[0])
+
+
+def test_policy_agent_plays_legal_moves(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "a.pt", _net(), {}, {"global_step": 7})
+    for greedy in (True, False):
+        agent = load_policy_agent(path, greedy=greedy)
+        assert "a.pt" in agent.name
+        s = ce.new_game(1)
+        rng = np.random.default_rng(0)
+        for _ in range(30):
+            a = agent.act(s, rng)
+            assert ce.is_legal(s, a)
+            s = ce.apply_action(s, a)
+    # Greedy play takes one of the most probable actions (near-ties within NEAR_TIE_NATS).
+    agent = load_policy_agent(path, greedy=True)
+    s = ce.new_game(2)
+    ids, probs, _ = agent.policy(s)
+    assert probs.sum() == pytest.approx(1.0) and sorted(ids) == sorted(ce.legal_actions(s))
+    chosen = {agent.act(s, np.random.default_rng(k)) for k in range(20)}
+    best = np.log(probs).max()
+    assert all(np.log(probs[list(ids).index(a)]) >= best - ck.NEAR_TIE_NATS for a in chosen)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_policy_agent(tmp_path / "nope.pt")
+
+
+def test_corrupt_and_truncated_files(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_checkpoint(junk)
+    good = save_checkpoint(tmp_path / "good.pt", _net(), {}, {})
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_checkpoint(cut)
+
+
+def test_other_file_kinds_and_formats_are_rejected(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.pt"
+    torch.save({"weights": torch.zeros(3)}, plain)
+    with pytest.raises(CheckpointError, match="is not a colony-ppo-checkpoint file"):
+        read_checkpoint(plain)
+    path = save_checkpoint(tmp_path / "x.pt", _net(), {}, {})
+    data = torch.load(path, weights_only=True)
+    for key, value, match in [
+        ("format_version", 999, "format_version is 999"),
+        ("observation", ["own_1"], "observation is 1 planes"),
+        ("num_actions", 42, "num_actions is 42"),
+    ]:
+        bad = dict(data)
+        bad[key] = value
+        torch.save(bad, tmp_path / "bad.pt")
+        with pytest.raises(CheckpointError, match=match):
+            read_checkpoint(tmp_path / "bad.pt")
+    bad = dict(data)
+    bad["architecture"] = {"in_channels": observation.OBS_CHANNELS, "channels": 16, "blocks": 1}
+    torch.save(bad, tmp_path / "arch.pt")
+    with pytest.raises(CheckpointError, match="do not match its architecture"):
+        load_model(tmp_path / "arch.pt")
+
+
+class _Evil:
+    """Unpickling this would run code; weights_only loading must refuse it."""
+
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_loading_never_unpickles_arbitrary_objects(tmp_path: Path) -> None:
+    path = save_checkpoint(tmp_path / "x.pt", _net(), {}, {})
+    data = torch.load(path, weights_only=True)
+    data["meta"] = {"payload": _Evil()}
+    torch.save(data, tmp_path / "evil.pt")
+    with pytest.raises(CheckpointError, match="unsafe"):
+        read_checkpoint(tmp_path / "evil.pt")
+
+
+def test_crash_mid_save_keeps_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = save_checkpoint(tmp_path / "latest.pt", _net(), {"v": 1}, {})
+    before = path.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ck.torch, "save", boom)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, _net(), {"v": 2}, {})
+    assert path.read_bytes() == before
+    assert read_checkpoint(path)["config"] == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["latest.pt"]  # no temporary files left behind
+
+
+def test_target_features_round_trip_and_older_checkpoints_still_load(tmp_path: Path) -> None:
+    """A net with the landing-cell head (`policy_target_features`) round-trips; a file saved before
+    the option existed (no `target_features` in its architecture) loads without it; the shipped
+    agent loads and plays."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    path = save_checkpoint(tmp_path / "t.pt", net, {}, {"global_step": 1})
+    loaded, _ = load_model(path)
+    assert loaded.target_features and torch.equal(loaded.target_planes.weight, net.target_planes.weight)
+    plain = save_checkpoint(tmp_path / "old.pt", PolicyValueNet(observation.OBS_CHANNELS, 8, 1), {}, {"global_step": 1})
+    data = torch.load(plain, weights_only=True)
+    del data["architecture"]["target_features"]  # as written before the option existed
+    torch.save(data, plain)
+    old, data = load_model(plain)
+    assert "target_features" not in data["architecture"] and not old.target_features
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "colony_ppo.pt"
+    agent = load_policy_agent(shipped)
+    s = ce.new_game(4)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+
+
+def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
+    """Written through mkstemp (0600) but readable like any file this process creates (0666 - umask)."""
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")
+    path = save_checkpoint(tmp_path / "shared.pt", _net(), {}, {})
+    assert path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
+def test_shipped_zero_agent_loads_in_every_form() -> None:
+    """checkpoints/colony_zero.pt (docs/zero.md card): generation 7 of configs/zero_pcr.yaml, which
+    continued the refitted 64 x 4 network; a checkpoint in the usual format, playable alone and with
+    the az search by every tool that takes agent specs."""
+    from colony_training.eval.agent_specs import make_agent
+
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "colony_zero.pt"
+    assert shipped.stat().st_size < 5_000_000
+    data = torch.load(shipped, weights_only=True)
+    meta, arch = data["meta"], data["architecture"]
+    assert (meta["trainer"], meta["generation"], meta["games"], meta["positions"]) == ("colony-zero", 7, 512, 57_491)
+    start = meta["init_from"]  # the numbers the card quotes, down to the refit it started from
+    assert (start["trainer"], start["positions"], start["held_out_positions"], start["samples"],
+            len(start["sources"])) == ("refit", 393_851, 24_346, 600_000, 3)
+    assert (arch["channels"], arch["blocks"], arch["heuristic_prior"], arch["ownership_head"]) == (64, 4, 1, 1)
+    s = ce.new_game(11)
+    for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
+        agent = make_agent(spec.replace("checkpoints/", f"{shipped.parent}/"))
+        assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))

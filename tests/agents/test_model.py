@@ -1,0 +1,209 @@
+"""The policy-value network's action layout (R8) and the masked distribution's safety."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+from colony_env.constants import DISPLACEMENT_BASE, N_ACTIONS, PASS_ACTION
+from colony_training.model import LOGIT_BOUND, MaskedCategorical, PolicyValueNet, legal_slots
+
+
+@pytest.fixture(scope="module")
+def net() -> PolicyValueNet:
+    torch.manual_seed(0)
+    model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    # Give the zero-initialised parts non-trivial weights so the layout checks can fail.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    return model.eval()
+
+
+def _obs(n: int, seed: int = 0) -> torch.Tensor:
+    return torch.from_numpy(np.random.default_rng(seed).random((n, observation.OBS_CHANNELS, 10, 10), np.float32))
+
+
+def test_full_logits_follow_r8_layout(net: PolicyValueNet) -> None:
+    """R8.1/R8.2: the logit of move (s,d,k) and displacement (s,d,pd,pk) is computed at cell s."""
+    obs = _obs(1)
+    logits, _ = net.full_logits(obs)
+    assert logits.shape == (1, N_ACTIONS)
+    feats, _ = net._trunk(obs)
+    planes = net.policy_planes(feats)[0]  # [160, 10, 10]
+    s, d, k = 37, 5, 3
+    move = 32 * s + 4 * d + (k - 1)
+    assert torch.allclose(logits[0, move], planes[4 * d + k - 1, s // 10, s % 10])
+    pd, pk = 6, 2
+    disp = DISPLACEMENT_BASE + 2 * (8 * (8 * s + d) + pd) + (pk - 1)
+    assert torch.allclose(logits[0, disp], planes[32 + 2 * (8 * d + pd) + pk - 1, s // 10, s % 10])
+
+
+def test_gathered_logits_equal_full_logits(net: PolicyValueNet) -> None:
+    obs = _obs(3, seed=1)
+    full, v_full = net.full_logits(obs)
+    ids = torch.tensor([[0, 3199, 3200, 15999, PASS_ACTION, 777]] * 3)
+    part, v = net(obs, ids)
+    assert torch.allclose(part, full.gather(1, ids), atol=1e-5)
+    assert torch.allclose(v, v_full)
+
+
+def test_legal_slots_lists_each_rows_legal_ids() -> None:
+    states = [ce.new_game(s) for s in range(3)]
+    masks = np.stack([ce.legal_action_mask(s) for s in states])
+    ids, valid = legal_slots(masks)
+    for i, s in enumerate(states):
+        assert list(ids[i][valid[i]]) == list(ce.legal_actions(s))
+    assert ids.shape[1] == max(len(ce.legal_actions(s)) for s in states)
+
+
+def test_all_but_one_illegal_with_extreme_logits_is_finite() -> None:
+    """sb3-contrib #81/#247: masked softmax over 16,001 actions must never give NaN."""
+    logits = torch.full((4, N_ACTIONS), 1e30)  # illegal logits far above the legal one
+    logits[:, 5] = -1e30
+    logits[1] = float("inf")
+    logits[1, 5] = -float("inf")
+    logits[2] = torch.randn(N_ACTIONS) * 1e6
+    mask = torch.zeros((4, N_ACTIONS), dtype=torch.bool)
+    mask[:, 5] = True
+    mask[3, PASS_ACTION] = True
+    mask[3, 5] = False
+    logits.requires_grad_(True)
+    dist = MaskedCategorical(logits, mask)
+    assert torch.isfinite(dist.log_probs).all()
+    assert torch.equal(dist.probs[:3, 5], torch.ones(3))
+    assert float(dist.probs.detach()[mask == 0].max()) == 0.0
+    assert torch.equal(dist.sample(), torch.tensor([5, 5, 5, PASS_ACTION]))
+    ent = dist.entropy()
+    assert torch.allclose(ent, torch.zeros(4))
+    lp = dist.log_prob(torch.tensor([5, 5, 5, PASS_ACTION]))
+    (lp.sum() + ent.sum()).backward()
+    assert torch.isfinite(logits.grad).all()
+
+
+def test_half_precision_logits_are_safe() -> None:
+    logits = torch.full((2, N_ACTIONS), 60000.0, dtype=torch.float16)  # near float16's max
+    mask = torch.zeros((2, N_ACTIONS), dtype=torch.bool)
+    mask[0, [1, 2]] = True
+    mask[1, 7] = True
+    dist = MaskedCategorical(logits, mask)
+    assert dist.probs.dtype == torch.float32
+    assert torch.allclose(dist.probs[0, [1, 2]], torch.tensor([0.5, 0.5]))
+    assert torch.isfinite(dist.entropy()).all()
+    assert abs(float(dist.entropy()[0]) - np.log(2)) < 1e-6
+
+
+def test_distribution_matches_softmax_over_legal_entries() -> None:
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 50, generator=g) * 3
+    mask = torch.rand(3, 50, generator=g) < 0.3
+    mask[:, 0] = True
+    dist = MaskedCategorical(logits, mask)
+    for i in range(3):
+        ref = torch.softmax(logits[i][mask[i]], 0)
+        assert torch.allclose(dist.probs[i][mask[i]], ref, atol=1e-6)
+        assert abs(float(dist.entropy()[i]) - float(-(ref * ref.log()).sum())) < 1e-5
+    # Sampling never picks an illegal entry and follows the probabilities.
+    samples = torch.stack([dist.sample(g) for _ in range(2000)])
+    assert bool(mask.gather(1, samples.T).all())
+    freq = (samples[:, 0:1] == torch.arange(50)).float().mean(0)
+    assert float((freq - dist.probs[0]).abs().max()) < 0.05
+
+
+def test_clamped_logits_keep_gradients_finite() -> None:
+    logits = torch.tensor([[LOGIT_BOUND * 10, 0.0, -LOGIT_BOUND * 10]], requires_grad=True)
+    dist = MaskedCategorical(logits, torch.tensor([[True, True, True]]))
+    dist.log_prob(torch.tensor([1])).sum().backward()
+    assert torch.isfinite(logits.grad).all()
+
+
+def test_row_without_legal_action_is_rejected() -> None:
+    with pytest.raises(ValueError, match="at least one legal action"):
+        MaskedCategorical(torch.zeros(2, 5), torch.tensor([[True] * 5, [False] * 5]))
+
+
+def test_canonical_policy_maps_back_to_legal_board_actions(net: PolicyValueNet) -> None:
+    """A blue decision is made on the transposed view; its action must be legal on the board."""
+    from colony_training.checkpoint import PolicyAgent
+
+    agent = PolicyAgent(net, name="t", greedy=False)
+    rng = np.random.default_rng(0)
+    s = ce.new_game(3)
+    seen_blue = False
+    for _ in range(60):
+        if s.is_over:
+            break
+        seen_blue |= s.to_move == ce.BLUE
+        a = agent.act(s, rng)
+        assert ce.is_legal(s, a)
+        s = ce.apply_action(s, a)
+    assert seen_blue
+    assert symmetry.canonical_action_to_board(symmetry.board_action_to_canonical(123, ce.BLUE), ce.BLUE) == 123
+
+
+# --- policy_target_features: the landing-cell term ------------------------------------------------
+def _real_obs(n: int, seed: int = 0, plies: int = 40) -> torch.Tensor:
+    """Observations of positions from random play (planes 0..3 one-hot, as the landing cell needs)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        s = ce.new_game(seed + i)
+        for _ in range(plies):
+            if s.is_over:
+                break
+            s = ce.apply_action(s, int(rng.choice(ce.legal_actions(s))))
+        out.append(observation.encode_observation(s, s.to_move))
+    return torch.from_numpy(np.stack(out))
+
+
+@pytest.fixture(scope="module")
+def target_net() -> PolicyValueNet:
+    torch.manual_seed(1)
+    model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    return model.eval()
+
+
+def test_target_term_is_read_at_the_landing_cell(target_net: PolicyValueNet) -> None:
+    """R8.1: move (s,d,k) lands on s + k*d; R4/R8.2: a displacement's mover lands v cells away (v its value)."""
+    obs = _real_obs(1, seed=3)
+    full, _ = target_net.full_logits(obs)
+    feats, _ = target_net._trunk(obs)
+    src = target_net.policy_planes(feats)[0]
+    tgt = target_net.target_planes(feats)[0]
+    s, d, k = 44, 2, 3  # E 3 from (4,4) lands on (4,7)
+    move = 32 * s + 4 * d + (k - 1)
+    assert torch.allclose(full[0, move], src[4 * d + k - 1, 4, 4] + tgt[4 * d + k - 1, 4, 7], atol=1e-5)
+    own = obs[0, :4].argmax(0) + 1  # value of the mover's satellite per cell, where there is one
+    s = int(torch.nonzero(obs[0, :4].sum(0).reshape(-1))[0])
+    v = int(own.reshape(-1)[s])
+    r, c = divmod(s, 10)
+    d = next(d for d, (dr, dc) in enumerate(ce.constants.DIRECTIONS) if 0 <= r + v * dr < 10 and 0 <= c + v * dc < 10)
+    dr, dc = ce.constants.DIRECTIONS[d]
+    q = 32 + 2 * (8 * d + 1) + 0
+    disp = DISPLACEMENT_BASE + 2 * (8 * (8 * s + d) + 1) + 0
+    assert torch.allclose(full[0, disp], src[q, r, c] + tgt[q, r + v * dr, c + v * dc], atol=1e-5)
+
+
+def test_target_gathered_logits_equal_full_logits(target_net: PolicyValueNet) -> None:
+    """The per-action gather (training) gives the full-board reference at every id, off-board ones included."""
+    obs = _real_obs(3, seed=5)
+    full, v_full = target_net.full_logits(obs)
+    ids = torch.arange(N_ACTIONS).expand(3, -1)
+    part, v = target_net(obs, ids)
+    assert torch.allclose(part, full, atol=1e-5)
+    assert torch.allclose(v, v_full)
+
+
+def test_target_features_change_logits_only_when_enabled() -> None:
+    """The option adds parameters (so old checkpoints, without them, still load into the default net)."""
+    plain = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    withit = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True)
+    assert "target_planes.weight" not in plain.state_dict()
+    assert withit.state_dict()["target_planes.weight"].shape == (160, 8, 1, 1)
+    assert withit.architecture()["target_features"] == 1 and plain.architecture()["target_features"] == 0

@@ -1,0 +1,120 @@
+"""training/runlog.py: rewinding a run's CSV logs and TensorBoard events to a checkpoint,
+and cleaning up after a kill (issue 13, items 3-4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+from torch.utils.tensorboard import SummaryWriter
+
+from colony_training.runlog import (
+    atomic_write_text,
+    csv_data_rows,
+    log_positions,
+    output_dir_problem,
+    output_file_problem,
+    remove_temp_files,
+    rewind_events,
+    rewind_logs,
+    truncate_csv,
+    truncate_csv_after,
+)
+
+
+def _csv(path: Path, rows: int, torn: bool = False) -> None:
+    text = "iteration,loss\n" + "".join(f"{i},{i / 10}\n" for i in range(1, rows + 1))
+    path.write_text(text + ("99,0." if torn else ""))
+
+
+def test_rows_are_counted_without_the_header_or_a_torn_row(tmp_path: Path) -> None:
+    f = tmp_path / "m.csv"
+    assert csv_data_rows(f) == 0  # absent
+    _csv(f, 5, torn=True)
+    assert csv_data_rows(f) == 5
+    assert log_positions(tmp_path, ["m.csv", "none.csv"]) == {"m.csv": 5, "none.csv": 0}
+
+
+def test_truncate_keeps_the_header_and_the_first_rows(tmp_path: Path) -> None:
+    f = tmp_path / "m.csv"
+    _csv(f, 10, torn=True)
+    assert truncate_csv(f, 7) == 3
+    assert f.read_text().splitlines() == ["iteration,loss"] + [f"{i},{i / 10}" for i in range(1, 8)]
+    assert truncate_csv(f, 7) == 0 and csv_data_rows(f) == 7
+    assert truncate_csv(f, 0) == 7 and f.read_text() == "iteration,loss\n"
+    f.write_text("iterat")  # a header torn by a kill: nothing usable, the writer starts afresh
+    truncate_csv(f, 3)
+    assert not f.exists()
+
+
+def test_truncate_after_an_iteration_for_checkpoints_without_row_counts(tmp_path: Path) -> None:
+    f = tmp_path / "eval.csv"
+    f.write_text("iteration,opponent\n5,random\n5,greedy\n10,random\n10,greedy\n15,ran")
+    assert truncate_csv_after(f, "iteration", 10) == 0 and csv_data_rows(f) == 4  # the torn row went
+    assert truncate_csv_after(f, "iteration", 7) == 2
+    assert f.read_text() == "iteration,opponent\n5,random\n5,greedy\n"
+
+
+def test_rewind_logs_uses_positions_else_the_iteration_else_everything(tmp_path: Path) -> None:
+    _csv(tmp_path / "metrics.csv", 12)
+    _csv(tmp_path / "eval.csv", 4)
+    removed = rewind_logs(tmp_path, ["metrics.csv", "eval.csv"], {"metrics.csv": 10, "eval.csv": 4})
+    assert removed == {"metrics.csv": 2, "eval.csv": 0}
+    assert rewind_logs(tmp_path, ["metrics.csv"], {}, last=6) == {"metrics.csv": 4}  # an older checkpoint
+    assert rewind_logs(tmp_path, ["metrics.csv", "eval.csv"], None) == {"metrics.csv": 6, "eval.csv": 4}
+    assert csv_data_rows(tmp_path / "metrics.csv") == 0
+
+
+def _summary_steps(log_dir: Path) -> list[int]:
+    steps = []
+    for f in sorted(log_dir.glob("events.out.tfevents.*")):
+        steps += [e.step for e in EventFileLoader(str(f)).Load() if e.HasField("summary")]
+    return steps
+
+
+def test_rewind_events_drops_summaries_after_the_checkpoint_step(tmp_path: Path) -> None:
+    log_dir = tmp_path / "tb"
+    w = SummaryWriter(str(log_dir))
+    for step in range(1, 11):
+        w.add_scalar("train/loss", step, step)
+    w.close()
+    with (next(log_dir.glob("events.out.tfevents.*"))).open("ab") as f:
+        f.write(b"\x20\x00\x00")  # a record torn by a kill
+    assert rewind_events(log_dir, 6) == 4
+    w = SummaryWriter(str(log_dir))  # the resumed run logs 7.. again
+    for step in range(7, 13):
+        w.add_scalar("train/loss", step, step)
+    w.close()
+    assert _summary_steps(log_dir) == list(range(1, 13))  # one event per step
+    assert rewind_events(log_dir, 12) == 0
+    assert rewind_events(log_dir, None) == 12 and _summary_steps(log_dir) == []
+    assert rewind_events(tmp_path / "absent", 3) == 0
+
+
+def test_temporary_files_are_removed_and_writes_are_atomic(tmp_path: Path) -> None:
+    ck = tmp_path / "checkpoints"
+    ck.mkdir()
+    (ck / ".latest.pt.ab12cd.tmp").write_bytes(b"half a checkpoint")
+    (ck / "latest.pt").write_bytes(b"whole")
+    assert [p.name for p in remove_temp_files(ck)] == [".latest.pt.ab12cd.tmp"]
+    assert sorted(p.name for p in ck.iterdir()) == ["latest.pt"]
+    atomic_write_text(tmp_path / "config.yaml", "seed: 1\n")
+    assert (tmp_path / "config.yaml").read_text() == "seed: 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints", "config.yaml"]
+    assert remove_temp_files(tmp_path / "absent") == []
+
+
+def test_output_paths_are_probed_before_any_work(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x")
+    assert output_dir_problem(tmp_path / "new" / "deeper") is None
+    assert not (tmp_path / "new").exists()  # the probe leaves no folder behind for a tool that fails later
+    (tmp_path / "kept").mkdir()
+    assert output_dir_problem(tmp_path / "kept") is None and (tmp_path / "kept").is_dir()  # nor removes one
+    assert "is a file" in output_dir_problem(a_file)
+    assert "cannot write into" in output_dir_problem(a_file / "sub")  # a folder below a file
+    assert output_file_problem(tmp_path / "out" / "games.jsonl") is None
+    assert "is a folder" in output_file_problem(tmp_path)
+    assert "is a file, not a folder" in output_file_problem(a_file / "games.jsonl")
+    assert output_file_problem(a_file) is None and a_file.read_text() == "x"  # appendable, untouched
+    assert not list(tmp_path.rglob(".write-probe.*"))

@@ -1,0 +1,98 @@
+"""Per-colour GAE against hand-computed numbers, and the PPO loss's basic behaviour."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from colony_training.model import PolicyValueNet
+from colony_training.ppo.loss import per_player_gae, ppo_loss
+
+RED, BLUE = 0, 1
+
+
+def test_gae_hand_computed_with_grace_moves_and_game_end() -> None:
+    """One env, 5 steps: red, blue, blue (a grace move, R6.3), red ends the game and wins
+    (R7.4: +1 / -1 to both colours), then red opens the next game.
+
+    gamma 0.9, lambda 0.5; bootstrap after step 4: blue to move with V = 0.6 (so red's is -0.6).
+        t4 red : delta = 0 + 0.9*(-0.6) - 0.5 = -1.04                  A = -1.04
+        t3 red : delta = +1 - 0.4 = 0.6 (terminal)                      A = 0.6
+        t2 blue: delta = -1 - 0.3 = -1.3 (blue's last step, the loss)   A = -1.3
+        t1 blue: delta = 0.9*0.3 - 0.2 = 0.07                           A = 0.07 + 0.45*(-1.3) = -0.515
+        t0 red : delta = 0.9*0.4 - 0.1 = 0.26 (next own step is t3)     A = 0.26 + 0.45*0.6 = 0.53
+    """
+    values = np.array([[0.1], [0.2], [0.3], [0.4], [0.5]], np.float32)
+    movers = np.array([[RED], [BLUE], [BLUE], [RED], [RED]], np.int8)
+    dones = np.array([[False], [False], [False], [True], [False]])
+    rewards = np.zeros((5, 1, 2), np.float32)
+    rewards[3, 0] = (1.0, -1.0)
+    bootstrap = np.array([[-0.6, 0.6]], np.float32)
+    adv, ret = per_player_gae(values, movers, dones, rewards, bootstrap, gamma=0.9, lam=0.5)
+    np.testing.assert_allclose(adv[:, 0], [0.53, -0.515, -1.3, 0.6, -1.04], atol=1e-6)
+    np.testing.assert_allclose(ret[:, 0], [0.63, -0.315, -1.0, 1.0, -0.54], atol=1e-6)
+
+
+def test_gae_reduces_to_standard_gae_for_a_single_mover() -> None:
+    """With one colour moving throughout, per-colour GAE is CleanRL's GAE."""
+    rng = np.random.default_rng(0)
+    t_len, gamma, lam = 7, 0.97, 0.8
+    values = rng.standard_normal((t_len, 1)).astype(np.float32)
+    dones = np.zeros((t_len, 1), bool)
+    dones[3] = True
+    rewards = np.zeros((t_len, 1, 2), np.float32)
+    rewards[3, 0] = (-1.0, 1.0)
+    boot = np.array([[0.25, -0.25]], np.float32)
+    adv, _ = per_player_gae(values, np.zeros((t_len, 1), np.int8), dones, rewards, boot, gamma, lam)
+    ref = np.zeros(t_len)
+    last = 0.0
+    for t in reversed(range(t_len)):
+        nonterminal = 0.0 if dones[t, 0] else 1.0
+        next_v = boot[0, 0] if t == t_len - 1 else values[t + 1, 0]
+        delta = rewards[t, 0, 0] + gamma * next_v * nonterminal - values[t, 0]
+        last = delta + gamma * lam * nonterminal * last
+        ref[t] = last
+    np.testing.assert_allclose(adv[:, 0], ref, atol=1e-5)
+
+
+def test_gae_monte_carlo_limit_gives_each_colour_its_final_reward() -> None:
+    """gamma = lambda = 1: every step's return is its colour's terminal reward (R7.4), per env."""
+    rng = np.random.default_rng(1)
+    t_len, n = 9, 3
+    movers = rng.integers(0, 2, (t_len, n)).astype(np.int8)
+    values = rng.uniform(-1, 1, (t_len, n)).astype(np.float32)
+    dones = np.zeros((t_len, n), bool)
+    dones[-1] = True
+    rewards = np.zeros((t_len, n, 2), np.float32)
+    rewards[-1] = [[1, -1], [-1, 1], [0, 0]]
+    _, ret = per_player_gae(values, movers, dones, rewards, np.zeros((n, 2), np.float32), 1.0, 1.0)
+    expected = rewards[-1][np.arange(n)[None, :], movers]
+    np.testing.assert_allclose(ret, expected, atol=1e-5)
+
+
+def test_ppo_loss_is_finite_and_moves_policy_towards_positive_advantage() -> None:
+    torch.manual_seed(0)
+    net = PolicyValueNet(4, channels=8, blocks=1)
+    obs = torch.randn(6, 4, 10, 10)
+    ids = torch.tensor([[0, 1, 2, 16000]] * 6)
+    valid = torch.tensor([[True, True, True, False]] * 6)
+    slots = torch.zeros(6, dtype=torch.long)
+    with torch.no_grad():
+        logits, values = net(obs, ids)
+        from colony_training.model import MaskedCategorical
+
+        old_logp = MaskedCategorical(logits, valid).log_prob(slots)
+    adv = torch.ones(6)
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    for _ in range(3):
+        loss, info = ppo_loss(net, obs, ids, valid, slots, old_logp, values, adv, values + 1, 0.2, True, 0.0, 0.5,
+                              norm_adv=False)
+        assert torch.isfinite(loss)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        logits, _ = net(obs, ids)
+        new_logp = MaskedCategorical(logits, valid).log_prob(slots)
+    assert bool((new_logp > old_logp).all())
+    assert info.clip_frac >= 0.0 and np.isfinite(info.approx_kl)

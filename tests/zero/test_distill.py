@@ -1,0 +1,116 @@
+"""colony-distill (expert iteration): recorded search targets, slot alignment, resume, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import colony_env as ce
+from colony_env import observation
+from colony_training.zero import distill
+from colony_training.checkpoint import load_policy_agent, read_checkpoint, save_checkpoint
+from colony_training.zero.distill import Dataset, DistillConfig, DistillError, fit, load_shards
+from colony_training.model import PolicyValueNet
+
+SIMS = 4
+
+
+def _tiny(tmp_path, name="tiny.pt"):
+    net = PolicyValueNet(observation.OBS_CHANNELS, 4, 1, heuristic_prior=True, target_features=True)
+    return save_checkpoint(tmp_path / name, net, {"channels": 4}, {"global_step": 0})
+
+
+def _run(tmp_path, *extra: str) -> int:
+    return distill.main(["--init", str(_tiny(tmp_path)), "--games", "4", "--simulations", str(SIMS),
+                         "--shard-games", "2", "--epochs", "1", "--workers", "1", "--no-progress",
+                         "--out", str(tmp_path / "run"), *extra])
+
+
+def test_end_to_end_records_visit_targets_and_writes_a_loadable_checkpoint(tmp_path):
+    assert _run(tmp_path) == 0
+    run = tmp_path / "run"
+    shards = sorted((run / "data").glob("shard_*.npz"))
+    assert [p.name for p in shards] == ["shard_0000.npz", "shard_0001.npz"]
+    data = load_shards(shards)
+    assert len(data) > 0 and set(np.unique(data.game)) <= {0, 1, 2, 3}
+    for r in range(len(data)):
+        state = ce.engine._wrap(data.states[r].copy())
+        visits = data.visits[data.offsets[r]: data.offsets[r + 1]]
+        # one count per legal action (R8.4), and every simulation passes through one root child
+        assert len(visits) == len(ce.legal_actions(state)) > 1
+        assert visits.sum() == SIMS and (visits >= 0).all()
+    agent = load_policy_agent(run / "distilled.pt")
+    summary = json.loads((run / "summary.json").read_text())
+    assert read_checkpoint(run / "distilled.pt")["meta"]["distill"]["positions"] == len(data) == summary["positions"]
+    assert (run / "metrics.csv").read_text().startswith("epoch,train_ce,val_ce,val_agree")
+    state = ce.new_game(5)
+    assert ce.is_legal(state, agent.act(state, np.random.default_rng(0)))
+
+
+def test_resume_regenerates_only_missing_shards_and_the_same_data(tmp_path):
+    assert _run(tmp_path) == 0
+    run = tmp_path / "run"
+    first = load_shards([run / "data" / "shard_0001.npz"])
+    kept = (run / "data" / "shard_0000.npz").stat().st_mtime_ns
+    (run / "data" / "shard_0001.npz").unlink()
+    assert distill.main(["--resume", str(run), "--no-progress"]) == 0
+    again = load_shards([run / "data" / "shard_0001.npz"])
+    assert (run / "data" / "shard_0000.npz").stat().st_mtime_ns == kept
+    np.testing.assert_array_equal(first.states, again.states)  # fixed game seeds: the same games
+    np.testing.assert_array_equal(first.visits, again.visits)
+
+
+def _one_hot_dataset(states: list[np.ndarray], picks: list[int]) -> Dataset:
+    """Each state twice (games 0 and 1, so one is held out) with all visits on legal slot `pick`."""
+    rows, visits, offsets, game = [], [], [0], []
+    for g in (0, 1):
+        for s, pick in zip(states, picks):
+            n = len(ce.legal_actions(ce.engine._wrap(s.copy())))
+            v = np.zeros(n, np.int32)
+            v[pick] = 10
+            rows.append(s)
+            visits.append(v)
+            offsets.append(offsets[-1] + n)
+            game.append(g)
+    return Dataset(np.stack(rows), np.concatenate(visits), np.asarray(offsets, np.int64), np.asarray(game, np.int64))
+
+
+def test_fit_moves_the_policy_to_the_target_action_for_both_colours(tmp_path):
+    """Slot j of the targets is the j-th legal id in increasing order for red and blue (canonical view) alike."""
+    rng = np.random.default_rng(1)
+    red = ce.new_game(3)
+    blue = ce.apply_action(red, int(rng.choice(ce.legal_actions(red))))
+    assert (red.to_move, blue.to_move) == (ce.RED, ce.BLUE)
+    states = [red._a, blue._a]
+    picks = [7, len(ce.legal_actions(blue)) - 3]
+    init = _tiny(tmp_path)
+    cfg = DistillConfig(init=str(init), epochs=60, batch_size=8, lr=3e-2, seed=0)
+    summary = fit(cfg, _one_hot_dataset(states, picks), tmp_path, progress=False)
+    assert summary["val_ce_after"] < summary["val_ce_before"]
+    agent = load_policy_agent(tmp_path / "distilled.pt")
+    for s, pick in zip((red, blue), picks):
+        ids, probs, _ = agent.policy(s)
+        assert ids[int(np.argmax(probs))] == np.sort(ce.legal_actions(s))[pick]
+
+
+def test_errors_say_what_is_wrong(tmp_path, capsys):
+    assert distill.main(["--init", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "r")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert distill.main(["--init", str(_tiny(tmp_path)), "--games", "1", "--out", str(tmp_path / "r")]) == 2
+    assert "games must be an int >= 2" in capsys.readouterr().err
+    assert distill.main(["--init", str(_tiny(tmp_path)), "--greedy-share", "1.5", "--out", str(tmp_path / "r")]) == 2
+    assert "greedy_share must be in [0, 1]" in capsys.readouterr().err
+    assert distill.main(["--resume", str(tmp_path)]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    assert distill.main(["--resume", str(tmp_path), "--games", "8"]) == 2
+    assert "drop --games" in capsys.readouterr().err
+    assert distill.main([]) == 2
+    assert "--init" in capsys.readouterr().err
+    bad = tmp_path / "shard_0000.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(DistillError, match="is not a colony-distill-shard file"):
+        load_shards([bad])
+    with pytest.raises(SystemExit):
+        distill.main(["--no-such-option"])

@@ -1,0 +1,354 @@
+"""colony-zero: value targets, replay buffer, a tiny end-to-end run with resume, the az agent spec, errors."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import colony_env as ce
+from colony_env import symmetry
+from colony_env.agents.az import SearchConfig
+from colony_env.constants import I_TO_MOVE
+from colony_env.observation import OBS_CHANNELS, encode_observation
+from colony_training.checkpoint import CheckpointError, load_policy_agent, read_checkpoint
+from colony_training.config import ConfigError, load_config
+from colony_training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from colony_training.eval.evaluate import main as evaluate_main
+from colony_training.model import PolicyValueNet
+from colony_training.zero import train as zero_train
+from colony_training.zero.config import ZeroConfig
+from colony_training.zero.evaluator import NetworkEvaluator
+from colony_training.zero.plot import plot_runs
+from colony_training.zero.replay import ReplayBuffer, ReplayError, make_batch, read_shard, shard_path, write_shard
+from colony_training.zero.selfplay import outcomes, play_games
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = ["--channels", "8", "--blocks", "1", "--games-per-generation", "4", "--parallel-games", "4",
+        "--simulations", "4", "--max-considered", "4", "--workers", "1", "--max-plies", "40", "--eval-games", "2",
+        "--eval-every", "0", "--batch-size", "32", "--keep-checkpoints", "1"]
+
+
+def random_game(seed: int) -> tuple[np.ndarray, ce.GameState]:
+    """Packed states of a uniformly random game and its final state."""
+    rng = np.random.default_rng(seed)
+    s = ce.new_game(seed)
+    states = []
+    while not s.is_over:
+        states.append(s._a.copy())
+        legal = ce.legal_actions(s)
+        s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+    return np.stack(states), s
+
+
+def test_value_targets_follow_the_mover_in_grace_endings():
+    """R6.3: during grace one colour moves several times in a row; each position's target is its mover's result."""
+    found = 0
+    for seed in range(60):
+        states, final = random_game(seed)
+        if final.end_reason != "grace" or final.winner is None:
+            continue
+        z = outcomes(states, final)
+        movers = states[:, I_TO_MOVE]
+        winner = int(final.winner)
+        assert np.all(z[movers == winner] == 1.0) and np.all(z[movers != winner] == -1.0)
+        repeats = np.flatnonzero(movers[1:] == movers[:-1])
+        assert len(repeats) > 0  # the grace colour moved twice in a row
+        assert np.all(z[repeats] == z[repeats + 1])  # same mover, same target (not alternating signs)
+        found += 1
+        if found >= 3:
+            break
+    assert found >= 3, "random play should end by grace with a winner within 60 games"
+
+
+def test_value_targets_for_red_and_blue_wins():
+    seen = set()
+    for seed in range(40):
+        states, final = random_game(seed)
+        if final.winner is None:
+            continue
+        z = outcomes(states, final)
+        red = states[:, I_TO_MOVE] == 0
+        sign = 1.0 if final.winner == ce.Colour.RED else -1.0
+        assert np.all(z[red] == sign) and np.all(z[~red] == -sign)
+        seen.add(int(final.winner))
+    assert seen == {0, 1}
+
+
+def tiny_net(seed: int = 0) -> PolicyValueNet:
+    torch.manual_seed(seed)
+    return PolicyValueNet(OBS_CHANNELS, 8, 1, False, True).eval()
+
+
+def test_self_play_records_consistent_positions():
+    data = play_games(NetworkEvaluator(tiny_net()), SearchConfig(simulations=4, max_considered=4), [1, 2, 3], 2, 40,
+                      np.random.default_rng(0))
+    assert len(data.game_lengths) == 3 and data.n_positions == int(data.game_lengths.sum())
+    assert data.offsets[-1] == len(data.target_ids) and np.all(np.diff(data.offsets) >= 1)
+    for p in range(data.n_positions):
+        s = ce.GameState.from_array(data.states[p])
+        colour = int(s.to_move)
+        ids = data.target_ids[data.offsets[p]: data.offsets[p + 1]].astype(np.int64)
+        board = ce.symmetry.canonical_action_to_board(ids, colour)
+        assert np.array_equal(np.sort(board), ce.legal_actions(s))  # one target entry per legal action
+        probs = data.target_probs[data.offsets[p]: data.offsets[p + 1]]
+        assert abs(probs.sum() - 1) < 1e-5
+    assert set(np.unique(data.outcome)) <= {-1.0, 0.0, 1.0}
+
+
+def test_replay_shards_round_trip_and_buffer_resume(tmp_path):
+    net = tiny_net()
+    parts = [play_games(NetworkEvaluator(net), SearchConfig(simulations=2, max_considered=2), [g], 1, 30,
+                        np.random.default_rng(g)) for g in range(4)]
+    for g, d in enumerate(parts):
+        write_shard(shard_path(tmp_path, g), d)
+    back = read_shard(shard_path(tmp_path, 2))
+    for k, v in parts[2].arrays().items():
+        np.testing.assert_array_equal(getattr(back, k), v)
+    # capacity: whole generations, newest kept; up_to ignores later shards (a generation whose fit never ran)
+    cap = parts[1].n_positions + parts[2].n_positions
+    buf = ReplayBuffer.load(tmp_path, cap, up_to=2)
+    assert len(buf) == cap
+    np.testing.assert_array_equal(buf.flat().states, np.concatenate([parts[1].states, parts[2].states]))
+    live = ReplayBuffer(cap)
+    for d in parts[:3]:
+        live.add(d)
+    np.testing.assert_array_equal(live.flat().states, buf.flat().states)
+    # a minibatch: padded ids align with the stored targets
+    _, obs, ids, probs, valid, z = make_batch(buf.flat(), np.array([0, 1, 5]), 0.0)
+    assert obs.shape[1] == OBS_CHANNELS and ids.shape == probs.shape == valid.shape
+    assert set(np.unique(z)) <= {-1.0, 0.0, 1.0}
+    assert np.allclose(probs.sum(1), 1, atol=1e-5) and np.all(probs[~valid] == 0)
+    # a damaged shard is refused in one line
+    shard_path(tmp_path, 3).write_bytes(b"not a shard")
+    with pytest.raises(ReplayError, match="gen_000003"):
+        ReplayBuffer.load(tmp_path, 10**6, up_to=3)
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_tiny_run_resume_and_evaluate(tmp_path, capsys):
+    out = tmp_path / "runs"
+    assert zero_train.main(["--out-dir", str(out), "--generations", "2", "--no-progress", *TINY]) == 0
+    run = next(out.iterdir())
+    latest = run / "checkpoints" / "latest.pt"
+    data = read_checkpoint(latest)
+    assert data["generation"] == 1 and data["meta"]["trainer"] == "colony-zero"
+    assert [r["generation"] for r in rows(run / "metrics.csv")] == ["0", "1"]
+    assert {r["opponent"] for r in rows(run / "eval.csv")} == {"random", "greedy"}
+    # a generation played but never fitted (killed): its shard is dropped and the generation replayed
+    stray = shard_path(run, 2)
+    stray.write_bytes(b"half")
+    assert zero_train.main(["--resume", str(run), "--generations", "3", "--no-progress"]) == 0
+    assert [r["generation"] for r in rows(run / "metrics.csv")] == ["0", "1", "2"]
+    assert read_checkpoint(latest)["generation"] == 2
+    assert read_shard(stray).n_positions > 0
+    # every tool loads it: the policy alone and the network-guided search
+    agent = load_policy_agent(latest)
+    s = ce.new_game(0)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+    az = make_agent(f"checkpoint:{latest}:az:8")
+    assert ce.is_legal(s, az.act(s, np.random.default_rng(0)))
+    assert evaluate_main([f"checkpoint:{latest}:az:4:puct", "random", "--games", "2", "--workers", "1",
+                          "--no-progress", "--out", str(tmp_path / "ev")]) == 0
+    assert "az:4:puct" in capsys.readouterr().out
+    png = plot_runs([run], tmp_path / "curve.png")
+    assert png.stat().st_size > 10_000
+    # the learnability probe (examples/) reads the run's shards and fits both targets
+    probe = subprocess.run([sys.executable, str(REPO / "examples" / "zero_learnability_probe.py"), str(run),
+                            "--steps", "2"], capture_output=True, text=True, check=False, cwd=REPO)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    assert "greedy one-hot  step    0" in probe.stdout and "search targets  step    2" in probe.stdout
+    # a run started from this one records its starting point, through its own resume, so that a
+    # card can add up the compute behind an agent
+    child_out = tmp_path / "child"
+    assert zero_train.main(["--out-dir", str(child_out), "--generations", "1", "--no-progress",
+                            "--init-from", str(latest), *TINY]) == 0
+    child = next(child_out.iterdir())
+    assert zero_train.main(["--resume", str(child), "--generations", "2", "--no-progress"]) == 0
+    meta = read_checkpoint(child / "checkpoints" / "latest.pt")["meta"]
+    assert meta["generation"] == 1 and meta["games"] == 8
+    assert meta["init_from"]["path"] == str(latest) and meta["init_from"]["generation"] == 2
+    assert meta["init_from"]["games"] == data["meta"]["games"] + 4
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--generations", "0"], "generations"),
+    (["--root", "alpha"], "root"),
+    (["--learning-rate", "inf"], "learning_rate"),
+    (["--eval-opponents", "checkpoint:x"], "eval_opponents"),
+    (["--no-such-key", "1"], "unknown config key"),
+    (["--init-from", "missing.pt"], "init_from"),
+])
+def test_bad_settings_fail_in_one_line(argv, message, capsys, tmp_path):
+    assert zero_train.main(["--out-dir", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("colony-zero: error:") and message in err[0]
+    assert not any(tmp_path.iterdir())  # nothing written for a run that never started
+
+
+def test_resume_refuses_what_it_cannot_honour(tmp_path, capsys):
+    assert zero_train.main(["--resume", str(tmp_path / "nope"), "--no-progress"]) == 2
+    assert "no config.yaml" in capsys.readouterr().err
+    out = tmp_path / "runs"
+    assert zero_train.main(["--out-dir", str(out), "--generations", "1", "--no-progress", *TINY]) == 0
+    run = next(out.iterdir())
+    before = (run / "config.yaml").read_text()
+    assert zero_train.main(["--resume", str(run), "--channels", "16"]) == 2
+    assert "cannot change channels" in capsys.readouterr().err
+    assert (run / "config.yaml").read_text() == before
+
+
+def test_az_spec_parsing():
+    spec = parse_agent_spec("checkpoint:a/b.pt:az:50:puct:c=2:m=8:noise=0:r=0.5")
+    assert spec.path == "a/b.pt" and spec.az_simulations == 50
+    assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0,
+                                     "rollout_mix": 0.5}
+    for bad in ("checkpoint:a.pt:az:0", "checkpoint:a.pt:az:x", "checkpoint:a.pt:az:5:zz", "checkpoint::az:5",
+                "checkpoint:a.pt:az:5:c=-1", "checkpoint:a.pt:az:5:r=1.5", "checkpoint:a.pt:az:5:r=-0.1"):
+        with pytest.raises(AgentSpecError):
+            parse_agent_spec(bad)
+    with pytest.raises(AgentSpecError, match="not found"):
+        make_agent("checkpoint:missing.pt:az:5")
+
+
+def test_rollout_mix_schedule():
+    """The playout share falls linearly to 0 over rollout_mix_generations (0: constant)."""
+    cfg = ZeroConfig(rollout_mix=0.8, rollout_mix_generations=4).finalize()
+    assert [cfg.rollout_mix_at(g) for g in range(6)] == pytest.approx([0.8, 0.6, 0.4, 0.2, 0.0, 0.0])
+    assert ZeroConfig(rollout_mix=0.5).finalize().rollout_mix_at(100) == 0.5
+    with pytest.raises(ConfigError, match="rollout_mix"):
+        ZeroConfig(rollout_mix=1.5).finalize()
+
+
+def test_traced_evaluator_matches_eager_at_every_batch_shape():
+    """The frozen trace (made at the first call's shapes) serves other batch sizes and widths with eager's numbers."""
+    torch.manual_seed(0)
+    model = PolicyValueNet(OBS_CHANNELS, 8, 1, False, True)
+    for p in model.parameters():
+        p.data.normal_(0.0, 0.1)  # non-trivial logits and values
+    states = [ce.new_game(s) for s in range(5)]
+    fast, eager = NetworkEvaluator(model), NetworkEvaluator(model, trace=False)
+    for n, width in [(3, 40), (5, None), (1, 7)]:  # the first call fixes the trace's example shapes
+        packed = np.stack([s._a for s in states[:n]]).astype(np.int32)
+        obs = np.stack([encode_observation(s, s.to_move) for s in states[:n]]).astype(np.float32)
+        legal = [symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move) for s in states[:n]]
+        w = width or max(len(x) for x in legal)
+        ids = np.zeros((n, w), np.int16)
+        for k, x in enumerate(legal):
+            ids[k, : min(w, len(x))] = x[:w]
+        la, va = fast(packed, obs, ids, np.full(n, w, np.int32))
+        lb, vb = eager(packed, obs, ids, np.full(n, w, np.int32))
+        assert la.shape == (n, w) and va.shape == (n,)
+        np.testing.assert_allclose(la, lb, atol=1e-5)
+        np.testing.assert_allclose(va, vb, atol=1e-6)
+    assert fast._traced is not None and eager._traced is None
+
+
+def test_ownership_targets_follow_the_movers_frame():
+    """Who controls each cell's colony at the end (R7.1), +1 for the mover, in the mover's canonical frame."""
+    from colony_training.augment import AUG_SYMS
+    from colony_training.zero.selfplay import ownership
+
+    for seed in range(40):
+        _, final = random_game(seed)
+        if any(c.controller is not None for c in ce.colonies(final)):
+            break
+    else:
+        pytest.fail("no random game with a controlled colony")
+    red_pos, blue_pos = final._a.copy(), final._a.copy()
+    red_pos[I_TO_MOVE], blue_pos[I_TO_MOVE] = 0, 1
+    own = ownership(np.stack([red_pos, blue_pos]).astype(np.int32), final)
+    assert own.dtype == np.int8 and own.shape == (2, 100)
+    for colony in ce.colonies(final):
+        mark = 0 if colony.controller is None else (1 if int(colony.controller) == 0 else -1)
+        for r, c in colony.cells:
+            assert own[0, r * 10 + c] == mark  # red's frame is the board
+            assert own[1, c * 10 + r] == -mark  # blue's is the transposed board, and blue's sign
+    assert np.count_nonzero(own[0]) == sum(c.size for c in ce.colonies(final) if c.controller is not None)
+    for colour, row in ((0, own[0]), (1, own[1])):  # lines up with the planes the network sees, in every symmetry
+        planes = encode_observation(ce.engine._wrap(final._a.copy()), colour)
+        occupied = planes[:8].sum(axis=0).reshape(-1) > 0
+        assert np.all(occupied[row != 0])
+        for sym in AUG_SYMS:
+            gather = symmetry.CELL_GATHER[sym]
+            assert np.all(occupied[gather][row[gather] != 0])
+
+
+def test_playout_value_targets_are_the_movers_mean_and_leave_the_games_alone():
+    """`value_rollouts`: each position's target is the mean playout result for its mover (red's
+    `rollout_values` for red, its negative for blue), and drawing them changes no game."""
+    from colony_env.agents._search import rollout_mover_means, rollout_values
+
+    states, _ = random_game(3)
+    red = next(s for s in states if s[I_TO_MOVE] == 0)
+    blue = next(s for s in states if s[I_TO_MOVE] == 1)
+    for s, sign in ((red, 1.0), (blue, -1.0)):
+        got = rollout_mover_means(s[None, :].astype(np.int32), 12, 77)[0]
+        assert got == sign * rollout_values(s.astype(np.int32), 12, 77)
+    cfg = SearchConfig(simulations=4, max_considered=4)
+    plain = play_games(NetworkEvaluator(tiny_net()), cfg, [1, 2], 2, 120, np.random.default_rng(0))
+    with_mc = play_games(NetworkEvaluator(tiny_net()), cfg, [1, 2], 2, 120, np.random.default_rng(0), value_rollouts=8)
+    np.testing.assert_array_equal(plain.states, with_mc.states)
+    np.testing.assert_array_equal(plain.target_probs, with_mc.target_probs)
+    assert np.all(plain.rollout_value == 0)
+    v = with_mc.rollout_value
+    assert v.dtype == np.float32 and np.all(np.abs(v) <= 1) and np.any(v != 0)
+    assert np.all(np.isclose(v * 8, np.round(v * 8)))  # a mean of 8 results in {-1, 0, +1}
+    # the fit's value target mixes result, root value and playout mean by the configured shares
+    idx = np.arange(min(6, with_mc.n_positions))
+    *_, z = make_batch(with_mc, idx, 0.25, 0.5)
+    want = 0.25 * with_mc.outcome[idx] + 0.25 * with_mc.root_value[idx] + 0.5 * v[idx]
+    np.testing.assert_allclose(z, want, rtol=1e-6, atol=1e-6)
+
+
+def test_playout_value_settings_are_checked():
+    with pytest.raises(ConfigError, match="rollout_value_mix.*value_rollouts >= 1"):
+        ZeroConfig(rollout_value_mix=0.5).finalize()
+    with pytest.raises(ConfigError, match="rollout_value_mix.*1 - root_value_mix"):
+        ZeroConfig(value_rollouts=4, rollout_value_mix=0.8, root_value_mix=0.5).finalize()
+    with pytest.raises(ConfigError, match="value_rollouts"):
+        ZeroConfig(value_rollouts=-1).finalize()
+    assert ZeroConfig(value_rollouts=4, rollout_value_mix=1.0).finalize().rollout_value_mix == 1.0
+
+
+@pytest.mark.parametrize("offset", ["-1", "nan", "inf"])
+def test_plot_refuses_a_bad_offset(offset, capsys, tmp_path):
+    from colony_training.zero.plot import main as plot_main
+
+    assert plot_main([str(tmp_path), "--offset", offset, "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--offset takes finite CPU hours >= 0" in err[0]
+    assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("zero*.yaml")), ids=lambda p: p.name)
+def test_shipped_zero_configs_load(path):
+    """Every colony-zero config loads; one that starts from a network the user makes first (its comment
+    says how) is checked with that file replaced by a shipped checkpoint."""
+    import yaml
+
+    init = yaml.safe_load(path.read_text()).get("init_from", "")
+    overrides = {} if not init or (REPO / init).is_file() else {"init_from": str(REPO / "checkpoints" / "colony_zero.pt")}
+    if init.startswith("checkpoints/"):
+        overrides = {"init_from": str(REPO / init)}
+    cfg = load_config(path, overrides, cls=ZeroConfig)
+    assert cfg.generations >= 1 and cfg.games_per_generation >= cfg.workers
+
+
+@pytest.mark.parametrize("path", ["9" * 5000, "a\0b.pt"], ids=["too-long", "nul-byte"])
+def test_a_path_the_os_cannot_look_up_is_a_one_line_error(path, tmp_path, capsys):
+    """Found by tests/common/test_fuzz_config.py: a 5,000-character init_from raised OSError (name too long)."""
+    assert zero_train.main(["--out-dir", str(tmp_path), "--init-from", path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "init_from" in err[0]
+    with pytest.raises(CheckpointError, match="does not exist"):
+        read_checkpoint(path)

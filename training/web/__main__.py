@@ -1,8 +1,0 @@
-"""`python -m training.web`: the same as `colony-web`."""
-
-import sys
-
-from . import main
-
-if __name__ == "__main__":
-    sys.exit(main())
