@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from .runlog import atomic_write_text, is_file
+from .shipped import builtin_configs
 
 DEVICES = ("auto", "cpu", "cuda")
 SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
@@ -324,12 +325,29 @@ def config_from_dict(values: dict[str, Any], base: Any = None, cls: type = None)
     return cfg.finalize()
 
 
+def resolve_config_path(name_or_path: str | Path) -> Path:
+    """A config file, or the built-in config of that name (`quickstart` -> the shipped quickstart.yaml).
+
+    A path that exists wins; a bare name (no folder, no `.yaml`) is looked up among the configs the
+    package ships (`colony-config list`), so `--config quickstart` works from any folder."""
+    p = Path(name_or_path)
+    if is_file(p):
+        return p
+    text = str(name_or_path)
+    builtin = builtin_configs()
+    if "/" not in text and "\\" not in text and not text.endswith((".yaml", ".yml")):
+        if text in builtin:
+            return builtin[text]
+        raise ConfigError(f"no built-in config named {text[:200]!r} and no such file; built-in configs: "
+                          f"{', '.join(builtin)} (colony-config list), or give the path of a YAML file")
+    raise ConfigError(f"config file {text[:200]!r} does not exist; give the path of a YAML file or the name "
+                      f"of a built-in config: {', '.join(builtin)}")
+
+
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type = None) -> Any:
-    """Read a YAML config file, apply `overrides` (already parsed values) and validate as `cls`
-    (default `TrainConfig`)."""
-    p = Path(path)
-    if not is_file(p):
-        raise ConfigError(f"config file {str(p)[:200]!r} does not exist")
+    """Read a YAML config file (or a built-in config by name, `resolve_config_path`), apply
+    `overrides` (already parsed values) and validate as `cls` (default `TrainConfig`)."""
+    p = resolve_config_path(path)
     try:
         text = p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:

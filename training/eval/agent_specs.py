@@ -12,6 +12,13 @@
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
 | `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with one random playout, share X) |
+| `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
+| `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |
+| `ppo`                    | the shipped self-play PPO network (`checkpoints/colony_ppo.pt`) |
+| `ppo:SUFFIX`             | the same with any checkpoint suffix: `ppo:mcts:200`, `ppo:sample` |
+
+The shipped networks are package data: `zero` and `ppo` work from any folder once the package is
+installed (`colony_training.shipped` finds them).
 
 Checkpoints are loaded through `colony_training.checkpoint.load_policy_agent(path, greedy)`
 (with search: `load_search_agent(path, simulations, prior_c)`),
@@ -27,7 +34,7 @@ import importlib
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +43,12 @@ import colony_env as ce
 from colony_env.agents import Agent, GreedyAgent, MCTSAgent, RandomAgent
 from colony_env.agents.mcts import DEFAULT_UCT_C
 
+from ..shipped import shipped_checkpoint
+
+SHIPPED_AGENTS = {"zero": "colony_zero.pt", "ppo": "colony_ppo.pt"}  # name -> file in checkpoints/
 SPEC_HELP = (
-    "allowed agent specs: 'random', 'greedy', 'mcts:N' (N simulations per move, e.g. mcts:200), "
+    "allowed agent specs: 'random', 'greedy', 'zero' and 'ppo' (the shipped networks; 'zero:az:200' searches, "
+    "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
     "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X]' (the network's priors and values at every node)"
@@ -125,6 +136,20 @@ def parse_agent_spec(spec: str) -> AgentSpec:
     low = text.lower()
     if low in ("random", "greedy"):
         return AgentSpec(kind=low, text=low)
+    name, sep, suffix = text.partition(":")
+    if name.lower() in SHIPPED_AGENTS:  # `zero:az:200` is `checkpoint:<shipped zero>:az:200`, named as typed
+        if sep and not suffix:
+            raise AgentSpecError(f"agent spec {text!r} ends with ':'; write {name.lower()!r} or "
+                                 f"'{name.lower()}:SUFFIX' (e.g. '{name.lower()}:mcts:200'); {SPEC_HELP}")
+        path = str(shipped_checkpoint(SHIPPED_AGENTS[name.lower()]))
+        try:
+            parsed = parse_agent_spec(f"checkpoint:{path}{sep}{suffix}")
+        except AgentSpecError as e:  # say it in the user's words, not the installed path's
+            raise AgentSpecError(str(e).replace(f"checkpoint:{path}", name.lower())) from None
+        if parsed.path != path:
+            raise AgentSpecError(f"agent spec {text!r}: unknown suffix {suffix!r}; allowed after "
+                                 f"'{name.lower()}:': 'sample', 'greedy', 'mcts:N[:C]' or 'az:N[:OPTIONS]'")
+        return replace(parsed, text=f"{name.lower()}{sep}{suffix}")
     if low == "mcts" or low.startswith("mcts:"):
         parts = text.split(":")
         if len(parts) not in (2, 3) or not parts[1]:
@@ -218,4 +243,4 @@ def make_agent(spec: str | AgentSpec) -> Agent:
     return _load_checkpoint_agent(parsed)
 
 
-__all__ = ["SPEC_HELP", "AgentSpec", "AgentSpecError", "make_agent", "parse_agent_spec"]
+__all__ = ["SHIPPED_AGENTS", "SPEC_HELP", "AgentSpec", "AgentSpecError", "make_agent", "parse_agent_spec"]

@@ -43,7 +43,7 @@ from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 from ..cli import console_script
 from ..config import SEED_MAX
 from ..runlog import output_dir_problem
-from .agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from .agent_specs import SPEC_HELP, AgentSpecError, make_agent, parse_agent_spec
 from .elo import DEFAULT_PRIOR_DRAWS, EloFit, PairTally, fit_elo, score_interval
 from .records import GameRecord, RecordError, write_records
 
@@ -488,8 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="colony-eval",
         description="Play agents against each other with paired seeds; print scores and an Elo ladder.",
-        epilog=("Agent specs: random, greedy, mcts:N, mcts:N:C, checkpoint:PATH, checkpoint:PATH:sample, "
-                "checkpoint:PATH:mcts:N[:C] (the policy as the root prior of an N-simulation search)"),
+        epilog=SPEC_HELP[0].upper() + SPEC_HELP[1:] + ".",
     )
     parser.add_argument("agents", nargs="*", help="two or more agent specs")
     parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"games per pairing, even (default {DEFAULT_GAMES})")

@@ -45,7 +45,8 @@ MAX_INPUT_CHARS = 200
 
 
 # Placeholders of the spec table in agent_specs' docstring, and what the examples put in their place.
-EXAMPLE_VALUES = (("PATH", "checkpoints/colony_ppo.pt"), ("OPT...", "puct"), ("N", "200"), ("C", "2"))
+EXAMPLE_VALUES = (("PATH", "checkpoints/colony_ppo.pt"), ("OPT...", "puct"), ("SUFFIX", "az:200"), ("N", "200"),
+                  ("C", "2"))
 _SPEC_ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*(.*?)\s*\|\s*$")
 
 
