@@ -420,8 +420,3 @@ def split_overrides(rest: list[str], cls: type = None, example: str = "--num-env
         out[name] = value
         i += 1
     return out
-
-
-def save_config(cfg: TrainConfig, path: str | Path) -> None:
-    """Write the run's config atomically (a kill mid-write must not leave a run that cannot resume)."""
-    atomic_write_text(path, yaml.safe_dump(cfg.to_dict(), sort_keys=False))

@@ -1,4 +1,8 @@
-"""Crash-safe bookkeeping of a run directory, shared by every trainer (PPO, zero, distill).
+"""The run directory of every trainer (PPO, RLlib, zero, distill) and its crash-safe bookkeeping.
+
+`new_run_dir` names a run, `RunDir` writes it (config file, CSV logs, TensorBoard, rewind on
+resume); the functions below it are the pieces, also used on their own (atomic writes, the
+output checks of `colony-eval`).
 
 A run can be killed at any instant (SIGKILL, OOM, power) and resumed from its last
 checkpoint. Everything logged after that checkpoint will be produced again by the resumed
@@ -20,12 +24,17 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import math
 import os
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+CONFIG_FILE = "config.yaml"
+CHECKPOINT_DIR = "checkpoints"
+TB_DIR = "tb"
 TEMP_PATTERN = ".*.tmp"  # the names `atomic_write_*` and `save_checkpoint` give their temporary files
 
 
@@ -102,9 +111,9 @@ def truncate_csv(path: str | Path, keep_rows: int) -> int:
 
 
 def append_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """Append `rows` to a CSV log, writing the header first if the file is new."""
+    """Append `rows` to a CSV log, writing the header first if the file is new (or empty)."""
     path = Path(path)
-    new = not path.is_file()
+    new = not path.is_file() or path.stat().st_size == 0
     with path.open("a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         if new:
@@ -258,7 +267,89 @@ def remove_temp_files(directory: str | Path, pattern: str = TEMP_PATTERN) -> lis
     return removed
 
 
+# --- the run directory every trainer writes ---------------------------------------------------------
+def new_run_dir(out_dir: str | Path, run_name: str) -> Path:
+    """A fresh `<out_dir>/<run_name>-<timestamp>[-k]` path (not created yet): two runs started in the
+    same second get different directories."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(out_dir) / f"{run_name}-{stamp}"
+    run_dir, k = base, 1
+    while run_dir.exists():
+        k += 1
+        run_dir = base.with_name(f"{base.name}-{k}")
+    return run_dir
+
+
+class RunDir:
+    """One run directory: its config file, CSV logs, TensorBoard events and the rewind on resume.
+
+    Every trainer (colony-train, colony-train-rllib, colony-zero, colony-distill) writes the same
+    layout through this class: `config.yaml`, one CSV file per entry of `logs` (header once,
+    rows appended and flushed), TensorBoard events under `tb/` (opened on the first scalar) and
+    `checkpoints/`. `rewind` is the resume recipe of the module docstring in one call.
+    """
+
+    def __init__(self, path: str | Path, logs: dict[str, tuple[str, ...]], column: str = "iteration",
+                 tb_dir: str = TB_DIR) -> None:
+        self.path = Path(path)
+        self.logs = dict(logs)  # file name -> CSV fields
+        self.column = column  # the counter column of the logs (checkpoints without row counts rewind by it)
+        self.tb_dir = self.path / tb_dir
+        self.checkpoints = self.path / CHECKPOINT_DIR
+        self._tb: Any = None
+
+    def rewind(self, last: int | None, step: int | None = None, positions: dict[str, Any] | None = None) -> None:
+        """Prepare the directory for (re)starting after the checkpoint taken at `column` value `last`
+        (TensorBoard step `step`, CSV row counts `positions` if it stored them); `last=None` is a
+        fresh start, which removes every logged row and event. Temporary files of an interrupted
+        atomic write are removed first."""
+        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        remove_temp_files(self.checkpoints)
+        remove_temp_files(self.path)
+        resumed = last is not None
+        rewind_logs(self.path, self.logs, (positions or {}) if resumed else None, self.column, last)
+        rewind_events(self.tb_dir, step if resumed else None)
+
+    def write_config(self, cfg: Any) -> Path:
+        """`config.yaml` of a config dataclass (its `to_dict()`), written atomically: a kill mid-write
+        must not leave a run that cannot resume."""
+        import yaml
+
+        self.path.mkdir(parents=True, exist_ok=True)
+        return atomic_write_text(self.path / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+
+    def log(self, name: str, rows: list[dict[str, Any]]) -> None:
+        """Append `rows` to the CSV log `name` (one of `logs`), flushed."""
+        append_csv(self.path / name, self.logs[name], rows)
+
+    def log_positions(self) -> dict[str, int]:
+        """The CSV logs' row counts, for the meta of a checkpoint (`rewind(positions=...)`)."""
+        return log_positions(self.path, self.logs)
+
+    def scalars(self, prefix: str, values: dict[str, Any], step: int) -> None:
+        """TensorBoard scalars `prefix/key` of the finite numbers in `values` at `step`."""
+        if self._tb is None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.tb_dir))
+        for key, value in values.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self._tb.add_scalar(f"{prefix}/{key}", value, step)
+
+    def flush(self) -> None:
+        if self._tb is not None:
+            self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
 __all__ = [
+    "RunDir",
+    "new_run_dir",
+    "append_csv",
     "atomic_write_bytes",
     "atomic_write_text",
     "csv_data_rows",

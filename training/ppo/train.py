@@ -34,7 +34,6 @@ settings) is checked before anything in the run directory is written.
 from __future__ import annotations
 
 import argparse
-import csv
 import dataclasses
 import platform
 import sys
@@ -53,9 +52,9 @@ from colony_env.vector import MAX_LEGAL
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
-from ..config import ConfigError, TrainConfig, config_help, load_config, resolve_device, save_config, split_overrides
+from ..config import ConfigError, TrainConfig, config_help, load_config, resolve_device, split_overrides
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
-from ..runlog import csv_data_rows, log_positions, remove_temp_files, rewind_events, rewind_logs
+from ..runlog import RunDir, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 from .loss import LossInfo, per_player_gae, ppo_loss
 from .opponents import OpponentPool
@@ -67,8 +66,7 @@ METRIC_FIELDS = (
     "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
-LOG_FILES = ("metrics.csv", "eval.csv")  # rewound to the checkpoint on resume (runlog.rewind_logs)
-TB_DIR = "tb"
+LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
 
 
 def make_env(cfg: TrainConfig, seed: int):
@@ -333,56 +331,16 @@ def _cpu_copy(model: PolicyValueNet) -> PolicyValueNet:
 
 
 # --- run directory ----------------------------------------------------------------------------
-class RunLog:
-    """CSV files and TensorBoard events of one run (appending when resumed)."""
-
-    def __init__(self, run_dir: Path) -> None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.run_dir = run_dir
-        self.tb = SummaryWriter(str(run_dir / TB_DIR))
-        self.metrics = self._open(run_dir / "metrics.csv", METRIC_FIELDS)
-        self.evals = self._open(run_dir / "eval.csv", EVAL_FIELDS)
-
-    @staticmethod
-    def _open(path: Path, fields: tuple[str, ...]) -> tuple[Any, csv.DictWriter]:
-        new = not path.exists() or path.stat().st_size == 0
-        f = path.open("a", newline="")
-        w = csv.DictWriter(f, fieldnames=fields)
-        if new:
-            w.writeheader()
-        return f, w
-
-    def metric(self, row: dict[str, Any]) -> None:
-        f, w = self.metrics
-        w.writerow(row)
-        f.flush()
-        for k, v in row.items():
-            if k not in ("iteration", "global_step") and isinstance(v, (int, float)) and np.isfinite(v):
-                self.tb.add_scalar(f"train/{k}", v, row["global_step"])
-
-    def evaluation(self, iteration: int, step: int, results: dict[str, dict[str, float]]) -> None:
-        f, w = self.evals
-        for spec, r in results.items():
-            w.writerow({"iteration": iteration, "global_step": step, "opponent": spec, **r})
-            self.tb.add_scalar(f"eval/win_rate_vs_{spec}", r["win_rate"], step)
-        f.flush()
-
-    def close(self) -> None:
-        self.tb.close()
-        self.metrics[0].close()
-        self.evals[0].close()
+def log_metrics(log: RunDir, row: dict[str, Any]) -> None:
+    """One iteration's row: `metrics.csv` and TensorBoard `train/*` at its global step."""
+    log.log("metrics.csv", [row])
+    log.scalars("train", {k: v for k, v in row.items() if k not in ("iteration", "global_step")}, row["global_step"])
 
 
-def new_run_dir(cfg: TrainConfig) -> Path:
-    """A fresh `<out_dir>/<run_name>-<timestamp>[-k]` path (not created yet)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}"
-    run_dir, k = base, 1
-    while run_dir.exists():
-        k += 1
-        run_dir = base.with_name(f"{base.name}-{k}")
-    return run_dir
+def log_evaluation(log: RunDir, iteration: int, step: int, results: dict[str, dict[str, float]]) -> None:
+    """One evaluation: a row per opponent in `eval.csv`, TensorBoard `eval/win_rate_vs_<spec>`."""
+    log.log("eval.csv", [{"iteration": iteration, "global_step": step, "opponent": spec, **r} for spec, r in results.items()])
+    log.scalars("eval", {f"win_rate_vs_{spec}": r["win_rate"] for spec, r in results.items()}, step)
 
 
 def hardware() -> str:
@@ -485,17 +443,14 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     # --- the first write to the run directory: every refusal above left the disk untouched.
     created = run_dir is None or not run_dir.exists()
     if run_dir is None:
-        run_dir = new_run_dir(cfg)
+        run_dir = new_run_dir(cfg.out_dir, cfg.run_name)
     ckpt_dir = run_dir / "checkpoints"
-    ckpt_dir.mkdir(parents=True, exist_ok=True)
-    remove_temp_files(ckpt_dir)  # leftovers of a kill during an atomic write
-    remove_temp_files(run_dir)
     # Rows and events after the checkpoint are about to be produced again: cut them (a fresh
     # start in an old directory cuts them all). Older checkpoints without row counts fall back
     # to the iteration column.
-    rewind_logs(run_dir, LOG_FILES, resumed_meta.get("log_rows", {}) if resume else None, last=iteration if resume else None)
-    rewind_events(run_dir / TB_DIR, global_step if resume else None)
-    save_config(cfg, run_dir / "config.yaml")
+    files = RunDir(run_dir, LOGS)
+    files.rewind(iteration if resume else None, global_step, resumed_meta.get("log_rows", {}))
+    files.write_config(cfg)
     try:
         return _run(cfg, run_dir, resume, progress, device, model, optimizer, pool, iteration, global_step,
                     wall_before, resumed_meta)
@@ -517,14 +472,14 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
     # A resumed run gets fresh games and generators derived from where it stopped.
     play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
-    log = RunLog(run_dir)
+    log = RunDir(run_dir, LOGS)
     t_start = time.perf_counter()
     bar = tqdm(total=cfg.num_iterations * cfg.batch_size, initial=global_step, unit="step", disable=not progress,
                dynamic_ncols=True, desc=run_dir.name)
     last_eval: dict[str, float] = {}
     if cfg.eval_every and not resume:  # the starting network: the point the evaluation curves start from
         res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, cfg.seed, cfg.max_plies)
-        log.evaluation(iteration, global_step, res)
+        log_evaluation(log, iteration, global_step, res)
         last_eval = {spec: r["win_rate"] for spec, r in res.items()}
 
     def checkpoint(final: bool = False, final_eval_done: bool = False) -> None:
@@ -532,7 +487,7 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
             "iteration": iteration, "global_step": global_step,
             "wall_time_s": wall_before + time.perf_counter() - t_start, "hardware": hardware(),
             "torch": str(torch.__version__), "device": str(device), "last_eval": dict(last_eval), "final": final,
-            "final_eval_done": final_eval_done, "log_rows": log_positions(run_dir, LOG_FILES),
+            "final_eval_done": final_eval_done, "log_rows": log.log_positions(),
         }  # fmt: skip
         extra = {"optimizer": optimizer.state_dict(), "pool": pool.state()}
         save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
@@ -569,11 +524,11 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
                 "pool_size": len(pool), "greedy_games": stats.greedy_games,
                 "greedy_win_rate": (stats.greedy_score / stats.greedy_games) if stats.greedy_games else float("nan"),
             }  # fmt: skip
-            log.metric(row)
+            log_metrics(log, row)
             done = iteration >= cfg.num_iterations
             if (cfg.eval_every and iteration % cfg.eval_every == 0) and not done:
                 res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, cfg.seed + iteration, cfg.max_plies)
-                log.evaluation(iteration, global_step, res)
+                log_evaluation(log, iteration, global_step, res)
                 last_eval = {spec: r["win_rate"] for spec, r in res.items()}
             if iteration % cfg.checkpoint_every == 0 or done:
                 checkpoint(final=done)
@@ -591,7 +546,7 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
         already_done = bool(resumed_meta.get("final_eval_done")) and iteration == start_iteration
         if cfg.final_eval_games and not already_done:
             res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, cfg.seed + 10_000_019, cfg.max_plies)
-            log.evaluation(iteration, global_step, res)
+            log_evaluation(log, iteration, global_step, res)
             last_eval = {spec: r["win_rate"] for spec, r in res.items()}
             checkpoint(final=True, final_eval_done=True)
             for spec, r in res.items():

@@ -53,7 +53,7 @@ from ..checkpoint import CheckpointError, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError
 from ..model import PolicyValueNet, masked_log_probs
-from ..runlog import truncate_csv_after
+from ..runlog import RunDir, new_run_dir
 
 try:  # ray is an optional extra: `pip install -e ".[rllib]"`
     import gymnasium as gym
@@ -525,16 +525,6 @@ def export_algorithm(algorithm: Any, cfg: RllibConfig, path: str | Path, meta: d
 
 
 # --- the run -----------------------------------------------------------------------------------
-def new_run_dir(cfg: RllibConfig) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}"
-    k = 1
-    while run_dir.exists():
-        k += 1
-        run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{stamp}-{k}"
-    return run_dir
-
-
 def _get(d: dict, *keys: str, default: float = float("nan")) -> float:
     for k in keys:
         if not isinstance(d, dict) or k not in d:
@@ -617,7 +607,8 @@ def train(cfg: RllibConfig, run_dir: Path | None = None, progress: bool = True,
     from tqdm import tqdm
 
     torch.set_num_threads(cfg.torch_threads)
-    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(cfg)
+    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(cfg.out_dir, cfg.run_name)
+    files = RunDir(run_dir, {"metrics.csv": METRIC_FIELDS})
     created = not run_dir.exists()
     with ray_session(cfg.address, cfg.num_cpus):
         algo = build_ppo_config(cfg).build_algo()
@@ -626,18 +617,13 @@ def train(cfg: RllibConfig, run_dir: Path | None = None, progress: bool = True,
             if resume:
                 checkpoint = rllib_checkpoints(run_dir)[-1]
                 first = _restore(algo, checkpoint) + 1
-                truncate_csv_after(run_dir / "metrics.csv", "iteration", first - 1)  # rows past the checkpoint
+                files.rewind(first - 1)  # rows past the checkpoint
                 print(f"resuming {run_dir} from {checkpoint.name} (iteration {first - 1} of {cfg.num_iterations})",
                       flush=True)
             else:
-                (run_dir / "checkpoints").mkdir(parents=True, exist_ok=True)
-                (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-            with open(run_dir / "metrics.csv", "a" if resume else "w", newline="") as metrics_file:
-                writer = csv.DictWriter(metrics_file, fieldnames=METRIC_FIELDS)
-                if not resume:
-                    writer.writeheader()
-                configured, lowest = _iterate(algo, cfg, run_dir, first, writer, metrics_file, progress, on_iteration,
-                                              tqdm)
+                files.rewind(None)
+                files.write_config(cfg)
+            configured, lowest = _iterate(algo, cfg, files, first, progress, on_iteration, tqdm)
         except BaseException:
             if created and not rllib_checkpoints(run_dir):
                 shutil.rmtree(run_dir, ignore_errors=True)
@@ -654,9 +640,10 @@ def train(cfg: RllibConfig, run_dir: Path | None = None, progress: bool = True,
     return run_dir
 
 
-def _iterate(algo: Any, cfg: RllibConfig, run_dir: Path, first: int, writer: csv.DictWriter, metrics_file: Any,
-             progress: bool, on_iteration: Callable[[Any, dict[str, Any]], None] | None, tqdm: Any) -> tuple[int, int]:
+def _iterate(algo: Any, cfg: RllibConfig, files: RunDir, first: int, progress: bool,
+             on_iteration: Callable[[Any, dict[str, Any]], None] | None, tqdm: Any) -> tuple[int, int]:
     """Iterations `first..num_iterations`; returns (env runners configured, fewest healthy seen)."""
+    run_dir = files.path
     t0 = prev_t = time.perf_counter()
     rows = list(csv.DictReader(open(run_dir / "metrics.csv"))) if first > 1 else []
     row: dict[str, Any] = rows[-1] if rows else {}
@@ -670,8 +657,7 @@ def _iterate(algo: Any, cfg: RllibConfig, run_dir: Path, first: int, writer: csv
         lowest = health[1] if lowest is None else min(lowest, health[1])
         row = metrics_row(result, t0, row, prev_t, health)
         prev_t = time.perf_counter()
-        writer.writerow(row)
-        metrics_file.flush()
+        files.log("metrics.csv", [row])
         if on_iteration is not None:
             on_iteration(algo, row)
         if iteration % cfg.checkpoint_every == 0 or iteration == cfg.num_iterations:

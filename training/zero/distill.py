@@ -51,6 +51,7 @@ from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
 from ..cli import console_script, terminate_workers
 from ..model import masked_log_probs
+from ..runlog import new_run_dir
 from ..teacher import greedy_action_features
 
 DATA_FORMAT = "colony-distill-shard"
@@ -393,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                                 greedy_share=args.greedy_share, shard_games=args.shard_games, epochs=args.epochs,
                                 batch_size=args.batch_size, lr=args.lr, augment_symmetry=not args.no_augment,
                                 seed=args.seed, workers=args.workers)
-            out = args.out or Path("runs") / f"distill-{time.strftime('%Y%m%d-%H%M%S')}"
+            out = args.out or new_run_dir("runs", "distill")
         cfg.validate()
         read_checkpoint(cfg.init)  # fail early, in one line
         out.mkdir(parents=True, exist_ok=True)

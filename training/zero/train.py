@@ -47,7 +47,6 @@ from colony_env import symmetry
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
-from .. import runlog
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script, terminate_workers
@@ -57,12 +56,12 @@ from ..config import (
     config_help,
     load_config,
     resolve_device,
-    save_config,
     split_overrides,
 )
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet, masked_log_probs
+from ..runlog import RunDir, new_run_dir
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
@@ -80,6 +79,12 @@ METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "
                   "wall_hours", "leaf_evals_per_s", "nodes")
 EVAL_FIELDS = ("generation", "cpu_hours", "agent", "opponent", "games", "wins", "draws", "losses", "score",
                "score_lo", "score_hi", "elo", "elo_ci95")
+TB_KEYS = ("policy_loss", "target_entropy", "value_loss", "game_length", "leaf_evals_per_s")  # zero/* in TensorBoard
+
+
+def run_files(run_dir: Path) -> RunDir:
+    """The run directory's logs, rewound by generation on resume."""
+    return RunDir(run_dir, {"metrics.csv": METRICS_FIELDS, "eval.csv": EVAL_FIELDS}, column="generation")
 
 
 def search_config(cfg: ZeroConfig) -> SearchConfig:
@@ -231,14 +236,9 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         opt.load_state_dict(resume["optimizer"])
     last_done = start - 1
     remove_stray_files(run_dir, last_done)
-    runlog.remove_temp_files(run_dir / "checkpoints")
-    for name in ("metrics.csv", "eval.csv"):  # rows of a generation after the checkpoint are played again
-        runlog.truncate_csv_after(run_dir / name, "generation", last_done)
-    runlog.rewind_events(run_dir / "tb", last_done if start else None)
+    log = run_files(run_dir)
+    log.rewind(last_done if start else None, last_done)  # rows of a generation after the checkpoint are played again
     buffer = ReplayBuffer.load(run_dir, cfg.replay_positions, last_done) if start else ReplayBuffer(cfg.replay_positions)
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(str(run_dir / "tb"))
     if pool is None and cfg.workers > 1:
         pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
     lost_reported = 0
@@ -269,19 +269,17 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                    "cpu_hours": round(totals["cpu_seconds"] / 3600, 4), "wall_hours": round(totals["wall_seconds"] / 3600, 4),
                    "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1),
                    "nodes": pool.take_nodes() if isinstance(pool, RayPool) else 1}
-            runlog.append_csv(run_dir / "metrics.csv", METRICS_FIELDS, [row])
+            log.log("metrics.csv", [row])
             lost_reported = _report_lost_nodes(pool, lost_reported, bar)
-            for k in ("policy_loss", "target_entropy", "value_loss", "game_length", "leaf_evals_per_s"):
-                writer.add_scalar(f"zero/{k}", row[k], gen)
+            log.scalars("zero", {k: row[k] for k in TB_KEYS}, gen)
             last = gen == cfg.generations - 1
             if (cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or last:
                 rows = evaluate_checkpoint(latest, cfg, gen, totals["cpu_seconds"] / 3600)
-                runlog.append_csv(run_dir / "eval.csv", EVAL_FIELDS, rows)
-                for r in rows:
-                    writer.add_scalar(f"eval/{r['agent']}_vs_{r['opponent']}", r["score"], gen)
+                log.log("eval.csv", rows)
+                log.scalars("eval", {f"{r['agent']}_vs_{r['opponent']}": r["score"] for r in rows}, gen)
                 bar.write("  ".join(f"{r['agent']} vs {r['opponent']}: {r['score']:.3f} [{r['score_lo']:.2f}, "
                                     f"{r['score_hi']:.2f}]" for r in rows))
-            writer.flush()
+            log.flush()
             bar.set_postfix(pos=len(buffer), pl=f"{losses['policy_loss']:.2f}", vl=f"{losses['value_loss']:.3f}",
                             len=row["game_length"])
             bar.update()
@@ -292,7 +290,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         raise
     finally:
         bar.close()
-        writer.close()
+        log.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     return latest
@@ -367,12 +365,11 @@ def main(argv: list[str] | None = None) -> int:
                 return _error(f"{str(ckpt)!r} is not a colony-zero training checkpoint")
         else:
             cfg = load_config(args.config, overrides, cls=ZeroConfig) if args.config else config_from_dict(overrides, cls=ZeroConfig)
-            run_dir = Path(cfg.out_dir) / f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+            run_dir = new_run_dir(cfg.out_dir, cfg.run_name)
             resume = None
         resolve_device(cfg.device)
         pool = RayPool(cfg.address) if cfg.address else None  # joined before anything is written
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(cfg, run_dir / "config.yaml")
+        run_files(run_dir).write_config(cfg)
         print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
         latest = train(cfg, run_dir, resume, progress=not args.no_progress, pool=pool)
     except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError) as e:
