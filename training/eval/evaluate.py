@@ -16,23 +16,31 @@ The table per pairing shows wins, draws and losses of the first agent, its score
 over all games (`colony_training.eval.elo`, `random` anchored at 0, 95% error bars). The same is
 written as JSON and CSV in `--out`, with every game as a JSON-lines record
 (`colony_training.eval.records`, view one with `colony-replay`).
+
+A run survives being killed: its settings go to `run.json` before the first game, each game is
+appended to `games.jsonl` (flushed) as it ends, and `colony-eval --resume OUT` plays only the
+games that are missing, with the same seeds, so its files equal those of an uninterrupted run.
+A folder that already holds a run is never written over (docs/evaluation.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
 import math
 import multiprocessing as mp
 import os
+import shlex
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -42,16 +50,22 @@ from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
 from ..cli import console_script
 from ..config import SEED_MAX
-from ..runlog import output_dir_problem
+from ..runlog import atomic_write_bytes, atomic_write_text, output_dir_problem
 from .agent_specs import SPEC_HELP, AgentSpecError, make_agent, parse_agent_spec
 from .elo import DEFAULT_PRIOR_DRAWS, EloFit, PairTally, fit_elo, score_interval
-from .records import GameRecord, RecordError, write_records
+from .records import GameRecord, RecordError, read_journal, record_line
 
 SCHEDULES = ("round-robin", "gauntlet")
 SETUP_STREAM = 0  # SeedSequence streams: setups are shared by every pairing, agent streams are not
 AGENT_STREAM = 1
 DEFAULT_GAMES = 100
 DEFAULT_OUT_ROOT = Path("runs") / "eval"
+RUN_FILE = "run.json"  # the settings of a run, written before its first game: what --resume plays on with
+RUN_FORMAT = "colony-eval-run"
+RUN_VERSION = 1
+RECORDS_FILE = "games.jsonl"  # every finished game, appended as it ends
+HIDDEN_RECORDS_FILE = ".games.partial.jsonl"  # the same under --no-records, removed when the run is complete
+RESULT_FILES = ("pairs.csv", "elo.csv", "eval.json")  # written when the run is complete, eval.json last
 
 
 class EvalError(ValueError):
@@ -148,6 +162,22 @@ class GameResult:
 
     def score_of_red(self) -> float:
         return {"red": 1.0, "blue": 0.0, "draw": 0.5}[self.result]
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """Which game of the run this is; also the order of games.jsonl."""
+        return (self.pairing, self.setup, self.swapped)
+
+    def pairing_name(self) -> str:
+        """'a vs b' in the order of the pairing (a is red unless swapped)."""
+        a, b = (self.blue, self.red) if self.swapped else (self.red, self.blue)
+        return f"{a} vs {b}"
+
+    def record(self, seed: int, max_plies: int) -> GameRecord:
+        """The game as a record of games.jsonl (the same bytes whenever and wherever it was played)."""
+        meta = {"seed": seed, "setup": self.setup, "swapped": self.swapped, "pairing": self.pairing_name()}
+        return GameRecord.from_game(setup_state(seed, self.setup, max_plies), self.actions,
+                                    {"red": self.red, "blue": self.blue}, meta)
 
 
 _WORKER_AGENTS: list[Agent] = []
@@ -298,6 +328,8 @@ def evaluate(
     progress: bool = True,
     prior_draws: float = DEFAULT_PRIOR_DRAWS,
     batch: int = 1,
+    done: Sequence[GameResult] = (),
+    on_games: Callable[[list[GameResult]], None] | None = None,
 ) -> EvalResult:
     """Play every pairing `games` times (paired seeds) and fit Elo; see the module docstring.
 
@@ -307,6 +339,11 @@ def evaluate(
 
     `agents` are spec strings (built in each worker; a checkpoint is checked here
     first) or `Agent` objects (sent to the workers). `workers=1` plays in this process.
+
+    `done` are games of this run played before (a resumed run): only the groups with a game
+    missing are played, each of them whole, so every game meets the same batch as in an
+    uninterrupted run; of those the games in `done` are kept, not the replayed ones.
+    `on_games` gets each group's new games, in this process, as soon as the group ends.
     """
     if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
         raise EvalError(f"--games must be an even number >= 2 (each setup is played once with each colour), got {games}")
@@ -333,29 +370,40 @@ def evaluate(
         raise EvalError(f"agents must have distinct names, got {names}")
     pairs = pairings(len(names), schedule)
     jobs = make_jobs(pairs, games, seed, max_plies)
+    job_keys = {(j.pairing, j.setup, j.swapped) for j in jobs}
+    previous = {r.key: r for r in done if r.key in job_keys}
     groups = [jobs[i: i + batch] for i in range(0, len(jobs), batch)]
-    n_workers = max(1, min(workers or _cpu_count(), len(groups)))
+    groups = [g for g in groups if any((j.pairing, j.setup, j.swapped) not in previous for j in g)]
+    n_workers = max(1, min(workers or _cpu_count(), len(groups) or 1))
 
     from tqdm import tqdm
 
-    bar = tqdm(total=len(jobs), desc="games", unit="game", disable=not progress, dynamic_ncols=True)
-    results: list[GameResult] = []
+    bar = tqdm(total=len(jobs), initial=len(previous), desc="games", unit="game", disable=not progress,
+               dynamic_ncols=True)
+    results: list[GameResult] = list(previous.values())
+
+    def finished(played: list[GameResult]) -> None:
+        new = [r for r in played if r.key not in previous]
+        results.extend(new)
+        if on_games is not None and new:
+            on_games(new)
+        bar.update(len(new))
+
     try:
         if n_workers == 1:
-            _init_worker(payload)
+            if groups:
+                _init_worker(payload)
             for group in groups:
-                results.extend(_run_group(group))
-                bar.update(len(group))
+                finished(_run_group(group))
         else:
             # fork is fast and keeps compiled kernels; torch (checkpoints) is safer with spawn.
             ctx = mp.get_context("spawn" if needs_spawn or "fork" not in mp.get_all_start_methods() else "fork")
             with ctx.Pool(n_workers, initializer=_init_worker, initargs=(payload,)) as pool:
-                for done in pool.imap_unordered(_run_group, groups, chunksize=1):
-                    results.extend(done)
-                    bar.update(len(done))
+                for played in pool.imap_unordered(_run_group, groups, chunksize=1):
+                    finished(played)
     finally:
         bar.close()
-    results.sort(key=lambda r: (r.pairing, r.setup, r.swapped))
+    results.sort(key=lambda r: r.key)
     stats = tally_pairs(names, pairs, results)
     try:
         elo = fit_elo([s.tally() for s in stats], agents=names, prior_draws=prior_draws)
@@ -405,36 +453,37 @@ def format_tables(pairs: Sequence[PairStats], elo: EloFit) -> str:
 
 
 def write_outputs(result: EvalResult, out: Path, records: bool = True) -> list[Path]:
-    """eval.json, pairs.csv, elo.csv and (with `records`) games.jsonl in `out`."""
+    """games.jsonl (with `records`; every game in run order), pairs.csv, elo.csv and eval.json in `out`.
+
+    Each file is replaced atomically and eval.json comes last, so a run whose eval.json exists is
+    complete, and a kill while writing leaves a run that `--resume` completes.
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    path = out / "eval.json"
-    path.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
-    written.append(path)
-    path = out / "pairs.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["a", "b", "games", "wins", "draws", "losses", "score", "ci_low", "ci_high", "a_red_score", "mean_plies"])
-        for p in result.pairs:
-            w.writerow([p.a, p.b, p.games, p.wins, p.draws, p.losses, f"{p.score:.4f}", f"{p.ci_low:.4f}",
-                        f"{p.ci_high:.4f}", f"{p.a_red_score:.4f}", f"{p.mean_plies:.1f}"])
-    written.append(path)
-    path = out / "elo.csv"
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["rank", "agent", "elo", "ci95", "anchor"])
-        for rank, (agent, rating, ci) in enumerate(result.elo.ladder(), 1):
-            w.writerow([rank, agent, f"{rating:.1f}", f"{ci:.1f}", int(agent == result.elo.anchor)])
-    written.append(path)
     if records and result.games:
-        recs = []
-        for g in result.games:
-            initial = setup_state(result.config["seed"], g.setup, result.config["max_plies"])
-            meta = {"seed": result.config["seed"], "setup": g.setup, "swapped": g.swapped,
-                    "pairing": f"{result.pairs[g.pairing].a} vs {result.pairs[g.pairing].b}"}
-            recs.append(GameRecord.from_game(initial, g.actions, {"red": g.red, "blue": g.blue}, meta))
-        written.append(write_records(out / "games.jsonl", recs))
+        seed, max_plies = result.config["seed"], result.config["max_plies"]
+        path = out / RECORDS_FILE
+        data = b"".join(record_line(g.record(seed, max_plies)) for g in sorted(result.games, key=lambda g: g.key))
+        if not (path.is_file() and path.read_bytes() == data):  # the journal of a one-worker run is in order already
+            atomic_write_bytes(path, data)
+        written.append(path)
+    rows = [["a", "b", "games", "wins", "draws", "losses", "score", "ci_low", "ci_high", "a_red_score", "mean_plies"]]
+    for p in result.pairs:
+        rows.append([p.a, p.b, p.games, p.wins, p.draws, p.losses, f"{p.score:.4f}", f"{p.ci_low:.4f}",
+                     f"{p.ci_high:.4f}", f"{p.a_red_score:.4f}", f"{p.mean_plies:.1f}"])
+    written.append(atomic_write_text(out / "pairs.csv", _csv_text(rows)))
+    rows = [["rank", "agent", "elo", "ci95", "anchor"]]
+    for rank, (agent, rating, ci) in enumerate(result.elo.ladder(), 1):
+        rows.append([rank, agent, f"{rating:.1f}", f"{ci:.1f}", int(agent == result.elo.anchor)])
+    written.append(atomic_write_text(out / "elo.csv", _csv_text(rows)))
+    written.append(atomic_write_text(out / "eval.json", json.dumps(result.to_json(), indent=2) + "\n"))
     return written
+
+
+def _csv_text(rows: list[list[Any]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
 
 
 def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> tuple[list[PairStats], EloFit]:
@@ -481,6 +530,150 @@ def combine(paths: Sequence[Path], prior_draws: float = DEFAULT_PRIOR_DRAWS) -> 
 
 
 # ---------------------------------------------------------------------------------
+# A run folder: never written over, resumable after a kill
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What decides a run's games and tables, stored in OUT/run.json before the first game."""
+
+    agents: list[str]  # canonical spec strings, which are also the agents' names
+    games: int = DEFAULT_GAMES
+    seed: int = 0
+    schedule: str = "round-robin"
+    max_plies: int = DEFAULT_MAX_PLIES
+    prior_draws: float = DEFAULT_PRIOR_DRAWS
+    batch: int = 1
+    records: bool = True
+
+    def check(self) -> None:
+        """`EvalError` for a value out of range (the rest is checked by `evaluate`)."""
+        if not 1 <= self.max_plies <= MAX_PLIES_LIMIT:
+            raise EvalError(f"--max-plies must be in 1..{MAX_PLIES_LIMIT}, got {self.max_plies}")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise EvalError(f"--seed must be in 0..{SEED_MAX}, got {self.seed}")
+        if not self.prior_draws >= 0 or not math.isfinite(self.prior_draws):
+            raise EvalError(f"--prior-draws must be a finite number >= 0, got {self.prior_draws}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": RUN_FORMAT, "version": RUN_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, d: Any, source: str) -> "RunSettings":
+        """The settings in a run.json; `EvalError` naming `source` if it is not one this code wrote."""
+        if not isinstance(d, dict) or d.get("format") != RUN_FORMAT or d.get("version") != RUN_VERSION:
+            raise EvalError(f"{source} is not a run file of this colony-eval (format {RUN_FORMAT!r}, version {RUN_VERSION})")
+        kinds = {"agents": list, "games": int, "seed": int, "schedule": str, "max_plies": int,
+                 "prior_draws": (int, float), "batch": int, "records": bool}
+        for key, kind in kinds.items():
+            value = d.get(key)
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+                raise EvalError(f"{source}: field {key!r} is missing or has the wrong type")
+        if not all(isinstance(a, str) for a in d["agents"]):
+            raise EvalError(f"{source}: field 'agents' must be a list of agent specs")
+        return cls(**{key: d[key] for key in kinds})
+
+
+def used_out_problem(out: Path) -> str | None:
+    """Why a new run cannot go into folder `out` (it holds colony-eval files already), or None."""
+    found = [name for name in (RUN_FILE, RECORDS_FILE, HIDDEN_RECORDS_FILE, *RESULT_FILES) if (out / name).exists()]
+    if not found:
+        return None
+    if (out / "eval.json").exists():
+        return f"{str(out)!r} holds a finished colony-eval run, which is never written over; give another --out"
+    if (out / RUN_FILE).exists():
+        return (f"{str(out)!r} holds an unfinished colony-eval run; continue it with "
+                f"`colony-eval --resume {shlex.quote(str(out))}`, or give another --out")
+    return f"{str(out)!r} holds colony-eval files ({', '.join(found)}), which are never written over; give another --out"
+
+
+def default_out() -> Path:
+    """runs/eval/<time>, with -2, -3, ... added when a run of the same second is there already."""
+    base = DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
+    out, k = base, 1
+    while used_out_problem(out):
+        k += 1
+        out = base.with_name(f"{base.name}-{k}")
+    return out
+
+
+def load_run(out: Path) -> RunSettings:
+    """The settings of the run in `out` (for `--resume`); `EvalError` in one line if there is none."""
+    path = out / RUN_FILE
+    if not path.is_file():
+        if (out / "eval.json").is_file() or (out / RECORDS_FILE).is_file():
+            raise EvalError(f"--resume: {str(out)!r} has no {RUN_FILE}: it was written by a colony-eval that could not "
+                            "resume runs; start a new run with another --out")
+        raise EvalError(f"--resume: {str(out)!r} holds no colony-eval run (no {RUN_FILE}); start one with --out")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise EvalError(f"--resume: cannot read {str(path)!r} ({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    return RunSettings.from_json(data, repr(str(path)))
+
+
+def resumed_games(path: Path, settings: RunSettings) -> list[GameResult]:
+    """The finished games of the run recorded in `path` (torn last line cut off), each checked to be
+    one of this run's games, with its setup, and replayed with the engine to its recorded end."""
+    names = settings.agents
+    pairs = pairings(len(names), settings.schedule)
+    index = {f"{names[a]} vs {names[b]}": p for p, (a, b) in enumerate(pairs)}
+    games: dict[tuple[int, int, int], GameResult] = {}
+    for n, rec in read_journal(path):
+        where = f"{path}:{n}"
+        meta = rec.meta
+        p, setup, swapped = index.get(meta.get("pairing")), meta.get("setup"), meta.get("swapped")
+        if (meta.get("seed") != settings.seed or p is None or type(setup) is not int or type(swapped) is not int
+                or not 0 <= setup < settings.games // 2 or swapped not in (0, 1)):
+            raise EvalError(f"{where}: not a game of the run in {RUN_FILE} (its meta: {json.dumps(meta)[:200]})")
+        a, b = pairs[p]
+        red, blue = (names[b], names[a]) if swapped else (names[a], names[b])
+        initial = setup_state(settings.seed, setup, settings.max_plies).to_dict()
+        if rec.agents != {"red": red, "blue": blue} or json.loads(json.dumps(initial)) != rec.initial_state:
+            raise EvalError(f"{where}: not a game of the run in {RUN_FILE} (other agents or another setup)")
+        if (p, setup, swapped) in games:
+            raise EvalError(f"{where}: game {setup} ({'swapped' if swapped else 'not swapped'}) of {meta['pairing']} "
+                            "is recorded twice")
+        try:
+            final = rec.replay()[-1]
+        except RecordError as e:
+            raise EvalError(f"{where}: {e}") from None
+        if not final.is_over:
+            raise EvalError(f"{where}: the game is not finished")
+        games[(p, setup, swapped)] = GameResult(
+            pairing=p, setup=setup, swapped=swapped, red=red, blue=blue, result=rec.result,
+            end_reason=rec.end_reason, plies=final.ply, seconds=0.0, actions=list(rec.actions))
+    return list(games.values())
+
+
+class Journal:
+    """The records file of a run while it plays: each finished game appended and flushed as it ends,
+    so a kill loses only the games in play (and at most a torn last line, which `read_journal` cuts)."""
+
+    def __init__(self, path: Path, seed: int, max_plies: int) -> None:
+        self.path, self.seed, self.max_plies = path, seed, max_plies
+        self.written = 0
+        self.broken: str | None = None  # why appending stopped (the games are still written at the end)
+        self._file = path.open("ab")
+
+    def append(self, games: list[GameResult]) -> None:
+        if self.broken:
+            return
+        try:
+            self._file.write(b"".join(record_line(g.record(self.seed, self.max_plies)) for g in games))
+            self._file.flush()
+            self.written += len(games)
+        except OSError as e:
+            self.broken = e.strerror or type(e).__name__
+            print(f"colony-eval: warning: cannot append to {str(self.path)!r} ({self.broken}); the games go on and "
+                  "are written at the end, but a kill now would lose them", file=sys.stderr)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._file.close()
+
+
+# ---------------------------------------------------------------------------------
 # CLI
 
 
@@ -490,72 +683,129 @@ def build_parser() -> argparse.ArgumentParser:
         description="Play agents against each other with paired seeds; print scores and an Elo ladder.",
         epilog=SPEC_HELP[0].upper() + SPEC_HELP[1:] + ".",
     )
+    # The options that decide a run default to None here, so that --resume can tell which were given.
     parser.add_argument("agents", nargs="*", help="two or more agent specs")
-    parser.add_argument("--games", type=int, default=DEFAULT_GAMES, help=f"games per pairing, even (default {DEFAULT_GAMES})")
-    parser.add_argument("--seed", type=int, default=0, help="run seed: setups and agents' generators (default 0)")
+    parser.add_argument("--games", type=int, default=None, help=f"games per pairing, even (default {DEFAULT_GAMES})")
+    parser.add_argument("--seed", type=int, default=None, help="run seed: setups and agents' generators (default 0)")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: all cores)")
-    parser.add_argument("--schedule", choices=SCHEDULES, default="round-robin",
-                        help="round-robin: every pair; gauntlet: the first agent against each other one")
-    parser.add_argument("--max-plies", type=int, default=DEFAULT_MAX_PLIES, help="ply limit per game (R6.2)")
-    parser.add_argument("--batch", type=int, default=1,
+    parser.add_argument("--schedule", choices=SCHEDULES, default=None,
+                        help="round-robin (default): every pair; gauntlet: the first agent against each other one")
+    parser.add_argument("--max-plies", type=int, default=None, help=f"ply limit per game (R6.2; default {DEFAULT_MAX_PLIES})")
+    parser.add_argument("--batch", type=int, default=None,
                         help="games played side by side per worker; an az agent searches them with one network "
                              "call per simulation step (default 1; try 16 for az agents)")
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/eval/<time>)")
-    parser.add_argument("--no-records", action="store_true", help="do not write games.jsonl")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="output folder, new or empty (default runs/eval/<time>); a run there is never written over")
+    parser.add_argument("--resume", type=Path, default=None, metavar="OUT",
+                        help="continue the interrupted run in OUT: play only its missing games, with its settings")
+    parser.add_argument("--no-records", action="store_true", default=None, help="do not keep games.jsonl")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--prior-draws", type=float, default=DEFAULT_PRIOR_DRAWS,
+    parser.add_argument("--prior-draws", type=float, default=None,
                         help="virtual draws per pairing in the Elo fit (keeps 100%% scores finite; default 1)")
     parser.add_argument("--combine", type=Path, nargs="+", metavar="EVAL_JSON",
                         help="instead of playing: pool the tables of earlier eval.json files and refit Elo")
     return parser
 
 
+_RUN_OPTIONS = ("games", "seed", "schedule", "max_plies", "batch", "prior_draws", "no_records", "out", "combine")
+
+
 @console_script
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    out: Path | None = None
+    journal: Journal | None = None
+    made: list[Path] = []  # what a fresh run created, removed again if it fails before finishing
+    done: list[GameResult] = []
+    total = 0
     try:
         if args.combine:
-            if args.agents:
-                raise EvalError("give either agent specs or --combine, not both")
-            stats, elo = combine(args.combine, args.prior_draws)
+            if args.agents or args.resume:
+                raise EvalError("give either agent specs, --resume or --combine, not two of them")
+            stats, elo = combine(args.combine, DEFAULT_PRIOR_DRAWS if args.prior_draws is None else args.prior_draws)
             print(format_tables(stats, elo))
             return 0
         if args.workers is not None and args.workers < 1:
             raise EvalError(f"--workers must be >= 1, got {args.workers}")
-        if not 1 <= args.max_plies <= MAX_PLIES_LIMIT:
-            raise EvalError(f"--max-plies must be in 1..{MAX_PLIES_LIMIT}, got {args.max_plies}")
-        if not 0 <= args.seed <= SEED_MAX:
-            raise EvalError(f"--seed must be in 0..{SEED_MAX}, got {args.seed}")
-        if not args.prior_draws >= 0 or not math.isfinite(args.prior_draws):
-            raise EvalError(f"--prior-draws must be a finite number >= 0, got {args.prior_draws}")
-        out = args.out or DEFAULT_OUT_ROOT / time.strftime("%Y%m%d-%H%M%S")
-        problem = output_dir_problem(out)
-        if problem:  # found before the games are played, not after
-            raise EvalError(f"--out: {problem}")
+        if args.resume is not None:
+            out = args.resume
+            given = [f"--{k.replace('_', '-')}" for k in _RUN_OPTIONS if getattr(args, k) is not None]
+            given += ["the agent specs"] if args.agents else []
+            if given:
+                raise EvalError(f"--resume plays on with the settings in {RUN_FILE}; drop {', '.join(given)} "
+                                "(only --workers and --no-progress may change)")
+            settings = load_run(out)
+            settings.check()
+            problem = output_dir_problem(out)
+            if problem:
+                raise EvalError(f"--resume: {problem}")
+            if (out / "eval.json").is_file():
+                print(format_tables(*combine([out / "eval.json"], settings.prior_draws)))
+                print(f"\ncolony-eval: the run in {out} is finished already; nothing to play")
+                return 0
+        else:
+            settings = RunSettings(
+                agents=[parse_agent_spec(a).text for a in args.agents],
+                **{k: v for k, v in (("games", args.games), ("seed", args.seed), ("schedule", args.schedule),
+                                     ("max_plies", args.max_plies), ("prior_draws", args.prior_draws),
+                                     ("batch", args.batch)) if v is not None},
+                records=not args.no_records,
+            )
+            settings.check()
+            out = args.out or default_out()
+            problem = output_dir_problem(out) or used_out_problem(out)
+            if problem:  # found before the games are played, not after
+                raise EvalError(f"--out: {problem}")
+        journal_path = out / (RECORDS_FILE if settings.records else HIDDEN_RECORDS_FILE)
+        if args.resume is not None:
+            done = resumed_games(journal_path, settings)
+        else:
+            made = [p for p in (out, *out.parents) if not p.exists()][::-1]
+            out.mkdir(parents=True, exist_ok=True)
+            made += [out / RUN_FILE, journal_path]
+            atomic_write_text(out / RUN_FILE, json.dumps(settings.to_json(), indent=2) + "\n")
+        journal = Journal(journal_path, settings.seed, settings.max_plies)
+        total = settings.games * len(pairings(len(settings.agents), settings.schedule))
         t0 = time.time()
-        result = evaluate(args.agents, games=args.games, seed=args.seed, workers=args.workers,
-                          schedule=args.schedule, max_plies=args.max_plies, progress=not args.no_progress,
-                          prior_draws=args.prior_draws, batch=args.batch)
+        result = evaluate(settings.agents, games=settings.games, seed=settings.seed, workers=args.workers,
+                          schedule=settings.schedule, max_plies=settings.max_plies, progress=not args.no_progress,
+                          prior_draws=settings.prior_draws, batch=settings.batch, done=done, on_games=journal.append)
         elapsed = time.time() - t0
+        journal.close()
         result.config["seconds"] = round(elapsed, 1)
+        made = []  # the games are played: from here on nothing is removed
         try:  # the files first: a reader that stops early (`| head`) must not cost the games
-            files = write_outputs(result, out, records=not args.no_records)
+            files = write_outputs(result, out, records=settings.records)
+            if not settings.records:
+                journal_path.unlink(missing_ok=True)
         except OSError as e:  # the folder was writable before the games: save them elsewhere, never lose them
             fallback = Path(tempfile.mkdtemp(prefix="colony-eval-"))
-            files = write_outputs(result, fallback, records=not args.no_records)
+            files = write_outputs(result, fallback, records=settings.records)
             print(format_tables(result.pairs, result.elo))
             print(f"colony-eval: error: cannot write into {str(out)!r} ({e.strerror or type(e).__name__}); "
                   f"wrote the results to {fallback} instead", file=sys.stderr)
             return 1
         print(format_tables(result.pairs, result.elo))
-        print(f"\n{len(result.games)} games in {elapsed:.0f} s on {result.config['workers']} worker(s); "
+        earlier = f" ({len(done)} of them played before the run was resumed)" if done else ""
+        print(f"\n{len(result.games)} games{earlier} in {elapsed:.0f} s on {result.config['workers']} worker(s); "
               f"wrote {', '.join(str(f) for f in files)}")
         return 0
     except (AgentSpecError, EvalError, RecordError) as e:
+        if journal is not None:
+            journal.close()
+        for path in reversed(made):  # a fresh run that fails leaves nothing behind (a resumed one is kept)
+            with contextlib.suppress(OSError):
+                path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
         print(f"colony-eval: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("\ncolony-eval: interrupted", file=sys.stderr)
+        if out is None or journal is None:
+            print("\ncolony-eval: interrupted", file=sys.stderr)
+        else:
+            journal.close()
+            saved = len(done) + journal.written
+            print(f"\ncolony-eval: interrupted; {saved} of {total} games are saved in {out}; continue with "
+                  f"`colony-eval --resume {shlex.quote(str(out))}`", file=sys.stderr)
         return 130
 
 

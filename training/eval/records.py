@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -170,14 +171,53 @@ class GameRecord:
         return states
 
 
+def record_line(rec: GameRecord) -> bytes:
+    """One record as its line of a records file (UTF-8, newline-terminated); the one encoding every writer uses."""
+    return (json.dumps(rec.to_json(), separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def write_records(path: str | Path, records: Iterable[GameRecord], append: bool = False) -> Path:
     """Write records as JSON lines (one game per line)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a" if append else "w", encoding="utf-8") as f:
+    with path.open("ab" if append else "wb") as f:
         for rec in records:
-            f.write(json.dumps(rec.to_json(), separators=(",", ":")) + "\n")
+            f.write(record_line(rec))
     return path
+
+
+def read_journal(path: str | Path) -> list[tuple[int, GameRecord]]:
+    """(line number, record) of every complete record of a file that games are appended to as they end.
+
+    A last line without its newline is what a kill in the middle of an append leaves behind: it is
+    cut off the file (that game is played again), so appends that follow start on a fresh line.
+    Any other bad line is a `RecordError` naming the file and the line. An absent file holds no games.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise RecordError(f"cannot read record file {str(path)!r}: {e.strerror or type(e).__name__}") from None
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        os.truncate(path, end)  # the torn tail of an interrupted append
+        data = data[:end]
+    records = []
+    for n, line in enumerate(data.split(b"\n")[:-1], 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+            raise RecordError(f"{path}:{n}: not valid JSON ({getattr(e, 'msg', type(e).__name__)}); "
+                              "expected one game record per line") from None
+        try:
+            records.append((n, GameRecord.from_json(obj)))
+        except RecordError as e:
+            raise RecordError(f"{path}:{n}: {e}") from None
+    return records
 
 
 def read_records(path: str | Path) -> list[GameRecord]:
