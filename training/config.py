@@ -1,35 +1,37 @@
-"""Typed configuration of a self-play PPO run (one dataclass, CleanRL style).
+"""Typed configuration of every trainer: one machinery for the config dataclasses (CleanRL style).
 
-A run is described by a YAML file (`configs/quickstart.yaml`, `configs/selfplay_ppo.yaml`)
-whose keys are exactly the fields of `TrainConfig`; any key can be overridden on the command
-line (`colony-train --config X.yaml --num-envs 16 --learning-rate 1e-4`). Everything is
-validated on load and a bad value gives a one-line `ConfigError` naming the key and what is
+Each trainer's config is a dataclass beside its trainer (`ppo/config.py` TrainConfig,
+`rllib/config.py` RllibConfig, `zero/config.py` ZeroConfig, `distill/config.py` DistillConfig).
+Its fields are declared with `key(default, help, *checks)`: the meaning shown by `--help` and
+the constraints checked on load live in the field's metadata, once per field. This module
+holds what they share: YAML loading (by path or a built-in config's name), CLI overrides
+(`--num-envs 16`), type coercion, the one validator (`validate`) and the one `--help` listing
+(`config_help`). A bad value gives a one-line `ConfigError` naming the key and what is
 allowed, because a typo in a config must never silently train the wrong thing for an hour.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import inspect
 import math
 import re
 import textwrap
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .runlog import atomic_write_text, is_file
+from .runlog import is_file
 from .shipped import builtin_configs
 
 DEVICES = ("auto", "cpu", "cuda")
 SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
 INT_MAX = 2**31 - 1  # no count in a config needs more; larger values are typos (1e30) that overflow later
-# Agent specs understood by the evaluation module (colony_env.agents / colony_training.eval.agent_specs):
+# Agent specs a trainer's evaluation may play against (built by colony_training.eval.agent_specs):
 # `random`, `greedy`, `mcts:N` (N rollouts per move).
 _SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
 
@@ -49,121 +51,91 @@ def resolve_device(name: str):
     return torch.device(name)
 
 
-@dataclass
-class TrainConfig:
-    """Everything that defines a training run. Every field can be set from YAML or the CLI."""
+# --- constraints, declared once per field ---------------------------------------------------------
+@dataclass(frozen=True)
+class Check:
+    """One constraint of a config key: `ok(value, config)` must hold; `allowed` says what may be given.
 
-    # --- run bookkeeping ---
-    run_name: str = "run"
-    """Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`."""
-    out_dir: str = "runs"
-    """Where run directories are created."""
-    seed: int = 0
-    """Seeds the game setups, the sampling generators and the network initialisation."""
-    device: str = "auto"
-    """`auto` (cuda if available), `cpu` or `cuda`."""
-    torch_threads: int = 2
-    """torch intra-op threads on CPU (the reference machine has 2 cores)."""
+    `each=True` checks every element of a list value and names the offending element.
+    """
 
-    # --- budget ---
-    total_steps: int = 200_000
-    """Environment steps (single moves, both colours) to train for."""
-    num_envs: int = 32
-    """Games played in parallel by the vector env; inference is batched over them."""
-    rollout_steps: int = 64
-    """Steps per env per PPO iteration (batch = num_envs * rollout_steps)."""
-    max_plies: int = 400
-    """Ply limit per game (R6.2.4)."""
+    ok: Callable[[Any, Any], bool]
+    allowed: str
+    each: bool = False
 
-    # --- network ---
-    channels: int = 32
-    """Width of the residual trunk."""
-    blocks: int = 2
-    """Residual blocks in the trunk."""
 
-    heuristic_prior: bool = False
-    """Add the greedy heuristic's score of each legal action, times a learned weight, to the policy logits (training/teacher.py)."""
+def at_least(low: int) -> Check:
+    return Check(lambda v, c: v >= low, f"an integer >= {low}")
 
-    policy_target_features: bool = False
-    """Add a per-plane projection of the trunk features at each action's landing cell to its logit (model.py); off in old checkpoints."""
 
-    # --- PPO ---
-    learning_rate: float = 3e-4
-    """Adam step size at the start of the run."""
-    anneal_lr: bool = True
-    """Linearly decay the learning rate to 0 over the run."""
-    gamma: float = 0.995
-    """Discount per own decision of a colour."""
-    gae_lambda: float = 0.95
-    """GAE's lambda: 0 bootstraps after one step, 1 uses the whole return."""
-    update_epochs: int = 3
-    """Passes over each rollout batch per PPO update."""
-    num_minibatches: int = 4
-    """Minibatches per epoch (minibatch size = batch / num_minibatches)."""
-    clip_coef: float = 0.2
-    """PPO's clipping range for the probability ratio."""
-    clip_vloss: bool = True
-    """Clip the value loss around the old value estimates, as the policy ratio is clipped."""
-    ent_coef: float = 0.01
-    """Weight of the entropy bonus (over the legal actions)."""
-    vf_coef: float = 0.5
-    """Weight of the value loss."""
-    max_grad_norm: float = 0.5
-    """Global gradient-norm clip."""
-    norm_adv: bool = True
-    """Normalise the advantages within each minibatch."""
-    target_kl: float = 0.0
-    """Stop the epochs of one update early when the approximate KL exceeds this; 0 disables it."""
+def number_at_least(low: float) -> Check:
+    return Check(lambda v, c: v >= low, f"a number >= {low:g}")
 
-    shaping_scale: float = 0.5
-    """Scale of the potential-based shaping (training/ppo/shaping.py); 0 trains on the terminal reward alone."""
 
-    teacher_coef: float = 0.0
-    """Kickstarting (training/teacher.py): initial weight of the cross-entropy towards the greedy agent's choices; 0 disables it."""
-    teacher_steps: int = 0
-    """Env steps over which the kickstarting weight decays linearly to 0."""
+def positive() -> Check:
+    return Check(lambda v, c: v > 0, "a number > 0")
 
-    # --- self-play ---
-    pool_share: float = 0.25
-    """Share of the games in which one colour is played by a past snapshot from the pool."""
-    pool_size: int = 8
-    """Past snapshots kept in the opponent pool (oldest dropped first)."""
-    greedy_share: float = 0.0
-    """Share of the games in which one colour is played by the greedy agent (a fixed, competent
-    opponent whose replies punish loose play; its moves are not trained on)."""
-    snapshot_every: int = 10
-    """Iterations between snapshots added to the pool."""
-    augment_symmetry: bool = True
-    """Feed each decision in a random one of the 4 board symmetries that keep the canonical view."""
 
-    init_from: str = ""
-    """Start a new run from this checkpoint's weights (same architecture); "" starts from scratch."""
+def share() -> Check:
+    return Check(lambda v, c: 0.0 <= v <= 1.0, "a number in [0, 1]")
 
-    # --- evaluation, checkpoints, logging ---
-    eval_every: int = 50
-    """Iterations between evaluations (0 disables periodic evaluation; the final one always runs)."""
-    eval_games: int = 40
-    """Games per opponent in a periodic evaluation (half with each colour)."""
-    eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
-    """Agent specs to evaluate against: `random`, `greedy`, `mcts:N`."""
-    final_eval_games: int = 100
-    """Games per opponent in the evaluation at the end of the run (0 disables it)."""
-    checkpoint_every: int = 20
-    """Iterations between checkpoints (the latest is always `checkpoints/latest.pt`)."""
-    keep_checkpoints: int = 5
-    """Numbered checkpoints kept besides `latest.pt` (older ones are deleted)."""
 
-    # --- derived (set by `finalize`, not configurable) ---
-    batch_size: int = field(default=0, init=False)
-    minibatch_size: int = field(default=0, init=False)
-    num_iterations: int = field(default=0, init=False)
+def one_of(choices: typing.Iterable[str]) -> Check:
+    options = tuple(choices)
+    return Check(lambda v, c: v in options, ", ".join(options))
 
-    def finalize(self) -> "TrainConfig":
-        """Check ranges and compute the derived fields; returns self for chaining."""
-        _check_ranges(self)
-        self.batch_size = self.num_envs * self.rollout_steps
-        self.minibatch_size = max(1, self.batch_size // self.num_minibatches)
-        self.num_iterations = max(1, math.ceil(self.total_steps / self.batch_size))
+
+def below(limit: int) -> Check:
+    return Check(lambda v, c: 0 <= v <= limit, f"an integer in 0..{limit}")
+
+
+SEED = below(SEED_MAX)
+DEVICE = one_of(DEVICES)
+RUN_NAME = Check(lambda v, c: bool(re.fullmatch(r"[A-Za-z0-9_.-]+", v)), "letters, digits, '_', '.', '-'")
+CHECKPOINT_OR_EMPTY = Check(lambda v, c: v == "" or is_file(v), '"" or the path of an existing checkpoint file')
+CHECKPOINT_FILE = Check(lambda v, c: is_file(v), "the path of an existing checkpoint file")
+LADDER_SPECS = Check(lambda v, c: isinstance(v, str) and bool(_SPEC_RE.match(v)),
+                     "agent specs: random, greedy, mcts:N (N >= 1)", each=True)
+
+
+def key(default: Any, help: str, *checks: Check) -> Any:  # noqa: A002 - `help` as argparse calls it
+    """A config field: its default, its meaning (for `--help`) and its constraints (for `validate`)."""
+    meta = {"help": " ".join(help.split()), "checks": checks}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def derived() -> Any:
+    """A field computed by `finalize` from the others; not a config key."""
+    return field(default=0, init=False)
+
+
+def validate(cfg: Any) -> None:
+    """Check every key of config dataclass `cfg` against its declared constraints, in field order;
+    the first that fails is a one-line ConfigError naming the key and what is allowed."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        for check in f.metadata.get("checks", ()):
+            if not check.each:
+                if not check.ok(value, cfg):
+                    raise ConfigError(f"config key '{f.name}' = {value!r:.80} is invalid; allowed: {check.allowed}")
+                continue
+            for item in value:
+                if not check.ok(item, cfg):
+                    raise ConfigError(f"config key '{f.name}' has {item!r:.60}; allowed {check.allowed}")
+
+
+class Config:
+    """Base of the config dataclasses: `finalize` validates and derives, `to_dict` is what `config.yaml` holds."""
+
+    def derive(self) -> None:
+        """Compute the derived (`init=False`) fields; nothing by default."""
+
+    def finalize(self) -> Any:
+        """Check every key (`validate`), then compute the derived fields; returns self for chaining."""
+        validate(self)
+        self.derive()
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,64 +143,17 @@ class TrainConfig:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
 
 
-
-
-def _check_ranges(c: TrainConfig) -> None:
-    def need(ok: bool, key: str, allowed: str) -> None:
-        if not ok:
-            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r:.80} is invalid; allowed: {allowed}")
-
-    need(0 <= c.seed <= SEED_MAX, "seed", f"an integer in 0..{SEED_MAX}")
-    if c.device not in DEVICES:
-        raise ConfigError(f"config key 'device' = {c.device!r:.40} is invalid; allowed: {', '.join(DEVICES)}")
-    for key in ("total_steps", "num_envs", "rollout_steps", "max_plies", "channels", "blocks", "update_epochs",
-                "num_minibatches", "torch_threads", "pool_size", "snapshot_every", "checkpoint_every",
-                "eval_games"):
-        need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "final_eval_games", "keep_checkpoints", "teacher_steps"):
-        need(getattr(c, key) >= 0, key, "an integer >= 0")
-    need(c.learning_rate > 0, "learning_rate", "a number > 0")
-    for key in ("gamma", "gae_lambda", "pool_share", "greedy_share", "shaping_scale"):
-        need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
-    need(c.pool_share + c.greedy_share <= 1.0, "greedy_share", "a number in [0, 1 - pool_share]")
-    need(c.init_from == "" or is_file(c.init_from), "init_from", '"" or the path of an existing checkpoint file')
-    for key in ("clip_coef", "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "teacher_coef"):
-        need(getattr(c, key) >= 0, key, "a number >= 0")
-    need(c.num_minibatches <= c.num_envs * c.rollout_steps, "num_minibatches", "at most num_envs * rollout_steps")
-    need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
-    for spec in c.eval_opponents:
-        if not isinstance(spec, str) or not _SPEC_RE.match(spec):
-            raise ConfigError(
-                f"config key 'eval_opponents' has {spec!r:.60}; allowed agent specs: random, greedy, mcts:N (N >= 1)"
-            )
-
-
 def config_keys(cls: type) -> tuple[str, ...]:
     """The configurable fields of a config dataclass (derived `init=False` fields excluded)."""
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
 
-CONFIG_KEYS: tuple[str, ...] = config_keys(TrainConfig)
 HELP_WIDTH = 100  # columns of the key listing in --help
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """The docstring written under each field of a config dataclass (CleanRL style), one line
-    each; inherited fields included. Read from the source, as these strings are not kept at runtime."""
-    docs: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if not dataclasses.is_dataclass(klass):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        except (OSError, TypeError):  # no source (e.g. a class made at runtime): no meanings to show
-            continue
-        body = tree.body[0].body
-        for node, after in zip(body, body[1:]):
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                    and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):  # fmt: skip
-                docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
+    """The meaning of each key of a config dataclass, as declared with `key(default, help)`."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls) if f.init}
 
 
 def _type_name(hint: Any) -> str:
@@ -251,12 +176,16 @@ def config_help(cls: type) -> str:
     an argparse epilog (use `formatter_class=argparse.RawDescriptionHelpFormatter`)."""
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     defaults = cls()
     lines = ["config keys (in the YAML file, or on the command line as --key VALUE):"]
     for key in config_keys(cls):
         flag = "--" + key.replace("_", "-")
         lines.append(f"  {flag} {_type_name(hints[key]).upper()}  (default: {_default_text(getattr(defaults, key))})")
         meaning = docs.get(key, "")
+        allowed = [c.allowed for c in fields[key].metadata.get("checks", ())]
+        if allowed:
+            meaning += f" Allowed: {'; '.join(allowed)}."
         lines.extend(textwrap.wrap(meaning, HELP_WIDTH, initial_indent=" " * 6, subsequent_indent=" " * 6))
     return "\n".join(lines)
 
@@ -312,10 +241,10 @@ def _unknown(cls: type, key: str) -> ConfigError:
     return ConfigError(f"unknown config key '{key[:60]}'; allowed keys: {', '.join(config_keys(cls))}")
 
 
-def config_from_dict(values: dict[str, Any], base: Any = None, cls: type = None) -> Any:
-    """A validated config of dataclass `cls` (default `TrainConfig`, or the type of `base`):
-    `base` (defaults if None) updated with `values`, then `finalize()`d."""
-    cls = cls or (type(base) if base is not None else TrainConfig)
+def config_from_dict(values: dict[str, Any], base: Any = None, cls: type | None = None) -> Any:
+    """A validated config of dataclass `cls` (or the type of `base`): `base` (defaults if None)
+    updated with `values`, then `finalize()`d."""
+    cls = cls or type(base)
     cfg = dataclasses.replace(base) if base is not None else cls()
     keys = config_keys(cls)
     for key, value in values.items():
@@ -344,9 +273,9 @@ def resolve_config_path(name_or_path: str | Path) -> Path:
                       f"of a built-in config: {', '.join(builtin)}")
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type = None) -> Any:
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: type | None = None) -> Any:
     """Read a YAML config file (or a built-in config by name, `resolve_config_path`), apply
-    `overrides` (already parsed values) and validate as `cls` (default `TrainConfig`)."""
+    `overrides` (already parsed values) and validate as config dataclass `cls`."""
     p = resolve_config_path(path)
     try:
         text = p.read_bytes().decode("utf-8")
@@ -361,7 +290,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None, cls: 
     if not isinstance(data, dict):
         raise ConfigError(f"config file {str(p)!r} must hold a mapping of keys to values, got {type(data).__name__}")
     data.update(overrides or {})
-    return config_from_dict(data, cls=cls or TrainConfig)
+    return config_from_dict(data, cls=cls)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -387,9 +316,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_override(key: str, text: str, cls: type = None) -> tuple[str, Any]:
+def parse_override(key: str, text: str, cls: type) -> tuple[str, Any]:
     """A CLI override: `--num-envs 16` -> ('num_envs', 16). The value is read as YAML (so 1e-4, true, [a, b])."""
-    cls = cls or TrainConfig
     name = key.replace("-", "_")
     if name not in config_keys(cls):
         raise _unknown(cls, name)
@@ -402,7 +330,7 @@ def parse_override(key: str, text: str, cls: type = None) -> tuple[str, Any]:
     return name, value
 
 
-def split_overrides(rest: list[str], cls: type = None, example: str = "--num-envs 16") -> dict[str, Any]:
+def split_overrides(rest: list[str], cls: type, example: str = "--num-envs 16") -> dict[str, Any]:
     """The `--key value` / `--key=value` pairs left over by argparse, for any field of `cls`."""
     out: dict[str, Any] = {}
     i = 0

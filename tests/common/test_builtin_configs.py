@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from colony_training.config import ConfigError, TrainConfig, load_config, resolve_config_path
+from colony_training.config import ConfigError, load_config, resolve_config_path
+from colony_training.ppo.config import TrainConfig
 from colony_training.config_cli import main as config_main
 from colony_training.shipped import builtin_configs
 

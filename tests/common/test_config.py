@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from colony_training.config import CONFIG_KEYS, ConfigError, TrainConfig, config_from_dict, load_config, parse_override
+from colony_training.config import ConfigError
+from colony_training.ppo.config import CONFIG_KEYS, TrainConfig, config_from_dict, load_config, parse_override
 
 ROOT = Path(__file__).resolve().parents[2]
 

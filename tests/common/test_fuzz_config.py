@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from colony_training.config import CONFIG_KEYS, INT_MAX, SEED_MAX, ConfigError, TrainConfig, load_config, split_overrides
+from colony_training.config import INT_MAX, SEED_MAX, ConfigError
+from colony_training.ppo.config import CONFIG_KEYS, TrainConfig, load_config, split_overrides
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _TEXTS = st.one_of(

@@ -24,15 +24,10 @@ from colony_training.model import PolicyValueNet
 
 from ray.rllib.core.columns import Columns
 from colony_training.rllib import selfplay as rllib_selfplay
-from colony_training.rllib.selfplay import (
-    MAIN_MODULE,
-    ColonyRLModule,
-    config_from_dict,
-    export_state_dict,
-    load_config,
-    main,
-    train,
-)
+from colony_training.rllib.callbacks import MAIN_MODULE
+from colony_training.rllib.config import config_from_dict, load_config
+from colony_training.rllib.module import ColonyRLModule, export_state_dict
+from colony_training.rllib.selfplay import main, train
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "configs" / "rllib_ppo.yaml"
@@ -138,7 +133,7 @@ def test_module_masks_to_legal_actions_without_nan():
 
 def test_packed_mask_adapter_and_module_agree_with_the_plain_mask():
     """`packed_mask=True` (what colony-train-rllib sends): 2,001 bytes per step instead of 16,001, same legal set."""
-    from colony_training.rllib.selfplay import unpack_mask
+    from colony_training.rllib.module import unpack_mask
 
     plain = RLlibObservationWrapper(colony_pz_env(max_plies=60))
     packed = RLlibObservationWrapper(colony_pz_env(max_plies=60), packed_mask=True)
@@ -262,7 +257,7 @@ def test_resume_and_help_errors(capsys, tmp_path):
     text = capsys.readouterr().out
     for key in rllib_selfplay.config_lib.config_keys(rllib_selfplay.RllibConfig):
         assert f"--{key.replace('_', '-')} " in text
-    assert re.search(r"--num-env-runners +int = 2\. Sampling actors", text)
+    assert re.search(r"--num-env-runners INT  \(default: 2\)\n +Sampling actors", text)  # the one --help format
 
 
 def test_unreachable_cluster_is_one_line_and_leaves_no_run_directory(capsys, tmp_path, no_ray_left):

@@ -61,7 +61,7 @@ def test_greedy_opponent_games_and_init_from(tmp_path: Path) -> None:
     not trained on; `init_from` starts a new run from a checkpoint's weights, and refuses another
     architecture with a one-line error."""
     from colony_env.agents import GreedyAgent
-    from colony_training.config import load_config
+    from colony_training.ppo.config import load_config
     from colony_training.model import PolicyValueNet
     from colony_training.ppo.opponents import OpponentPool
 

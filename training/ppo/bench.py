@@ -22,8 +22,9 @@ from ..cli import console_script
 def main(argv: list[str] | None = None) -> int:
     from colony_env.observation import OBS_CHANNELS
 
-    from ..config import ConfigError, load_config
+    from ..config import ConfigError
     from ..model import PolicyValueNet
+    from .config import load_config
     from .loss import per_player_gae
     from .opponents import OpponentPool
     from .train import GameStats, SelfPlay, ppo_update, resolve_device

@@ -52,10 +52,11 @@ from colony_env.vector import MAX_LEGAL
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
-from ..config import ConfigError, TrainConfig, config_help, load_config, resolve_device, split_overrides
+from ..config import ConfigError, config_help, resolve_device
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import RunDir, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
+from .config import TrainConfig, load_config, split_overrides
 from .loss import LossInfo, per_player_gae, ppo_loss
 from .opponents import OpponentPool
 from .shaping import mover_potential

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from .cluster import ray_session
-    from .selfplay import build_ppo_config, config_from_dict
+    from .config import config_from_dict
+    from .selfplay import build_ppo_config
 
     cfg = config_from_dict({"num_env_runners": 1, "num_envs_per_env_runner": args.envs_per_runner,
                             "train_batch_size": args.steps, "minibatch_size": min(256, args.steps),

@@ -22,62 +22,52 @@ the weights (`export_state_dict`), and a checkpoint from either trainer plays th
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
-import dataclasses
 import functools
-import inspect
 import math
 import platform
 import re
 import shutil
 import sys
-import textwrap
 import time
-import typing
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import torch
-import yaml
 
-from colony_env.constants import N_ACTIONS
-from colony_env.env import AGENTS, ILLEGAL_ACTION
-from colony_env.rllib import ENV_NAME, MASK_KEY, PACKED_MASK_BYTES, RLLIB_OBS_KEY
+from colony_env.env import AGENTS
+from colony_env.rllib import ENV_NAME
 
 from .. import config as config_lib
 from ..checkpoint import CheckpointError, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError
-from ..model import PolicyValueNet, masked_log_probs
 from ..runlog import RunDir, new_run_dir
+from .config import RESUME_KEYS, RllibConfig, load_config
 
 try:  # ray is an optional extra: `pip install -e ".[rllib]"`
-    import gymnasium as gym
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.callbacks.callbacks import RLlibCallback
-    from ray.rllib.core import COMPONENT_LEARNER, COMPONENT_RL_MODULE
-    from ray.rllib.core.columns import Columns
-    from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.core.rl_module.torch import TorchRLModule
 
     from colony_env.rllib import register_rllib_env
 
+    from .callbacks import (
+        MAIN_MODULE,
+        SNAPSHOT_PREFIX,
+        SnapshotMapping,
+        SnapshotSelfPlayCallback,
+        learner_module_state,
+        push_to_env_runners,
+    )
     from .cluster import ClusterError, env_runner_health, ray_session
+    from .module import ColonyRLModule, net_from_module_state
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         f"the RLlib path needs ray[rllib]: pip install -e \".[rllib]\" ({_e})"
     ) from None
 
-MAIN_MODULE = "main"
-SNAPSHOT_PREFIX = "main_v"
-NET_PREFIX = "net."  # ColonyRLModule keeps the PolicyValueNet as `self.net`
 RLLIB_DIR = "rllib"  # RLlib checkpoints inside a run directory
 MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # the modules' weights inside an RLlib checkpoint
 LATEST = "latest.pt"
@@ -85,380 +75,6 @@ METRIC_FIELDS = (
     "iteration", "env_steps", "wall_time", "steps_per_s", "episodes", "episode_len_mean", "policy_loss",
     "vf_loss", "entropy", "pool_size", "pool_win_rate", "illegal_games", "env_runners", "nodes",
 )  # fmt: skip
-GUMBEL_EPS = 1e-20  # keeps -log(-log(u)) finite for u drawn as 0
-# Keys `--resume` may change: where and how wide the run goes on, and how long; the rest
-# (network, PPO, self-play, seed) is what the checkpoint was trained with.
-RESUME_KEYS = frozenset({
-    "address", "num_cpus", "torch_threads", "num_env_runners", "num_envs_per_env_runner", "num_cpus_per_env_runner",
-    "num_learners", "num_gpus_per_learner", "rollout_fragment_length", "total_steps", "checkpoint_every",
-    "keep_checkpoints", "final_eval_games", "eval_opponents",
-})  # fmt: skip
-
-
-# --- config ------------------------------------------------------------------------------------
-@dataclass
-class RllibConfig:
-    """Everything that defines an RLlib run. Every field can be set from YAML or the CLI."""
-
-    # --- run bookkeeping ---
-    run_name: str = "rllib"
-    """Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`."""
-    out_dir: str = "runs"
-    """Where run directories are created."""
-    seed: int = 0
-    """Seeds RLlib (env runners, module init) and the final evaluation."""
-    torch_threads: int = 1
-    """torch intra-op threads per process (driver, learner, each env runner)."""
-
-    # --- Ray ---
-    address: str = ""
-    """'' starts a private Ray instance on this machine (loopback only); 'auto' or 'HOST:6379'
-    joins a running cluster (`ray start --head` on one node, `ray start --address` on the others)."""
-    num_cpus: int = 0
-    """CPUs a private local instance may use (0 = all of this machine's); ignored with `address`."""
-
-    # --- scale ---
-    num_env_runners: int = 2
-    """Sampling actors; spread across a cluster's nodes by Ray. 0 samples in the driver."""
-    num_envs_per_env_runner: int = 1
-    """Games each env runner steps together (batched inference per runner)."""
-    num_cpus_per_env_runner: int = 1
-    """CPUs Ray reserves for each env runner (one per core is the usual layout)."""
-    num_learners: int = 0
-    """0 learns in the driver; N >= 1 starts N learner actors (data-parallel, e.g. one per GPU)."""
-    num_gpus_per_learner: float = 0.0
-    """GPUs per learner actor (or for the driver's learner when num_learners is 0)."""
-    rollout_fragment_length: int = 0
-    """Steps per env runner per sample call; 0 lets RLlib derive it from the batch size."""
-
-    # --- budget ---
-    total_steps: int = 200_000
-    """Environment steps (single moves, both colours) to train for."""
-    max_plies: int = 400
-    """Ply limit per game (R6.2.4); reported as a truncation."""
-
-    # --- network (training/model.py PolicyValueNet) ---
-    channels: int = 32
-    """Width of the PolicyValueNet's residual trunk."""
-    blocks: int = 2
-    """Residual blocks in the trunk."""
-
-    # --- PPO (RLlib's names in brackets) ---
-    train_batch_size: int = 2048
-    """Env steps per training iteration, per learner [train_batch_size_per_learner]."""
-    minibatch_size: int = 256
-    """Env steps per gradient step."""
-    update_epochs: int = 3
-    """[num_epochs]"""
-    learning_rate: float = 3e-4
-    """[lr]"""
-    gamma: float = 0.995
-    """Discount per env step."""
-    gae_lambda: float = 0.95
-    """[lambda_]"""
-    clip_coef: float = 0.2
-    """[clip_param]"""
-    vf_clip: float = 10.0
-    """[vf_clip_param] clip of the squared value error; values live in [-1, 1]."""
-    ent_coef: float = 0.01
-    """[entropy_coeff]"""
-    vf_coef: float = 0.5
-    """[vf_loss_coeff]"""
-    max_grad_norm: float = 0.5
-    """[grad_clip]"""
-
-    # --- self-play ---
-    pool_share: float = 0.25
-    """Share of the games in which one colour is a frozen snapshot (once the pool has one)."""
-    pool_size: int = 4
-    """Snapshots kept (oldest removed first); each is a module on every env runner."""
-    snapshot_every: int = 5
-    """Iterations between snapshots of `main` added to the pool."""
-
-    # --- checkpoints, evaluation ---
-    checkpoint_every: int = 10
-    """Iterations between RLlib checkpoints (each also exported to the project format)."""
-    keep_checkpoints: int = 3
-    """RLlib checkpoint directories kept (older ones deleted); 0 keeps all."""
-    final_eval_games: int = 40
-    """Games per opponent at the end, with the exported network (0 disables)."""
-    eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["random"])
-    """Agent specs for the final evaluation: random, greedy, mcts:N."""
-
-    # --- derived (set by `finalize`) ---
-    num_iterations: int = dataclasses.field(default=0, init=False)
-
-    def finalize(self) -> "RllibConfig":
-        """Check ranges, compute derived fields; returns self."""
-        _check_ranges(self)
-        per_iteration = self.train_batch_size * max(1, self.num_learners)
-        self.num_iterations = max(1, math.ceil(self.total_steps / per_iteration))
-        return self
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
-
-
-_SPEC_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
-
-
-def _check_ranges(c: RllibConfig) -> None:
-    def need(ok: bool, key: str, allowed: str) -> None:
-        if not ok:
-            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r} is invalid; allowed: {allowed}")
-
-    for key in ("torch_threads", "num_envs_per_env_runner", "num_cpus_per_env_runner", "total_steps", "max_plies",
-                "channels", "blocks", "train_batch_size", "minibatch_size", "update_epochs", "pool_size",
-                "snapshot_every", "checkpoint_every"):
-        need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("num_cpus", "num_env_runners", "num_learners", "rollout_fragment_length", "keep_checkpoints",
-                "final_eval_games"):
-        need(getattr(c, key) >= 0, key, "an integer >= 0")
-    need(c.minibatch_size <= c.train_batch_size, "minibatch_size", "at most train_batch_size")
-    need(c.learning_rate > 0, "learning_rate", "a number > 0")
-    for key in ("gamma", "gae_lambda", "pool_share"):
-        need(0.0 <= getattr(c, key) <= 1.0, key, "a number in [0, 1]")
-    for key in ("num_gpus_per_learner", "clip_coef", "vf_clip", "ent_coef", "vf_coef", "max_grad_norm"):
-        need(getattr(c, key) >= 0, key, "a number >= 0")
-    need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
-    need(bool(re.fullmatch(r"|auto|(ray://)?[A-Za-z0-9_.-]+:[0-9]+", c.address)), "address",
-         "'' (local instance), 'auto', 'HOST:PORT' or 'ray://HOST:PORT'")
-    for spec in c.eval_opponents:
-        if not _SPEC_RE.match(spec):
-            raise ConfigError(f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N")
-
-
-def config_from_dict(values: dict[str, Any]) -> RllibConfig:
-    """A validated config from a mapping of keys to values (unknown keys are an error)."""
-    return config_lib.config_from_dict(values, cls=RllibConfig)
-
-
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> RllibConfig:
-    """Read a YAML config, apply CLI overrides, validate."""
-    return config_lib.load_config(path, overrides, cls=RllibConfig)
-
-
-# --- the RLModule ------------------------------------------------------------------------------
-_BIT_SHIFTS = torch.arange(7, -1, -1, dtype=torch.uint8)  # np.packbits order: the first action is the top bit
-
-
-def unpack_mask(packed: torch.Tensor) -> torch.Tensor:
-    """uint8[..., 2001] packed action masks (`colony_env.rllib`, `packed_mask=True`) -> bool[..., 16001]."""
-    bits = (packed.to(torch.uint8).unsqueeze(-1) >> _BIT_SHIFTS.to(packed.device)) & 1
-    return bits.reshape(*packed.shape[:-1], -1)[..., :N_ACTIONS].bool()
-
-
-class ColonyRLModule(TorchRLModule, ValueFunctionAPI):
-    """The project's `PolicyValueNet` as an RLlib RLModule, with action masking.
-
-    Observations are `{"observations": float32[C, 10, 10], "action_mask": int8[16001]}` in the
-    mover's canonical view (`colony_env.rllib`). The logits are the network's full R8 layout;
-    illegal actions get the finite `MASKED_LOGIT` through `model.masked_log_probs`, the same
-    NaN-safe masking the project's trainer uses. RLlib's example adds `log(mask)` clamped to
-    FLOAT_MIN instead; a finite replacement keeps entropy and KL finite even for a row with
-    no legal action (the final observation of a game, R8.4), where adding to the logits would
-    leave a uniform but arbitrary distribution.
-
-    `_forward_train` passes the value head's output as the "embeddings", so PPO's loss
-    (`compute_values(batch, embeddings)`) reuses one trunk pass instead of running it twice.
-    """
-
-    def setup(self) -> None:
-        space = self.observation_space
-        if not isinstance(space, gym.spaces.Dict) or set(space.spaces) != {RLLIB_OBS_KEY, MASK_KEY}:
-            raise ValueError(
-                f"ColonyRLModule needs a Dict observation space with keys '{RLLIB_OBS_KEY}' and '{MASK_KEY}' "
-                f"(wrap the env with colony_env.rllib), got {space}"
-            )
-        mask_shape = tuple(space[MASK_KEY].shape)
-        if mask_shape not in ((N_ACTIONS,), (PACKED_MASK_BYTES,)):
-            raise ValueError(f"ColonyRLModule needs an action mask of {N_ACTIONS} entries or {PACKED_MASK_BYTES} "
-                             f"packed bytes, got shape {mask_shape}")
-        self.packed_mask = mask_shape == (PACKED_MASK_BYTES,)
-        mc = self.model_config or {}
-        in_channels = int(space[RLLIB_OBS_KEY].shape[0])
-        self.net = PolicyValueNet(in_channels, int(mc.get("channels", 32)), int(mc.get("blocks", 2)))
-        # The module is built inside every env runner and learner process: one place to cap their
-        # torch threads (one env runner per core is the usual layout).
-        if mc.get("torch_threads"):
-            torch.set_num_threads(int(mc["torch_threads"]))
-
-    def _legal(self, mask: torch.Tensor) -> torch.Tensor:
-        """bool[B, 16001] from the observation's mask (plain 0/1, or packed 8 actions per byte)."""
-        if not self.packed_mask:
-            return mask > 0
-        return unpack_mask(mask)
-
-    def _masked_logits_and_value(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
-        obs = batch[Columns.OBS]
-        logits, value = self.net.full_logits(obs[RLLIB_OBS_KEY].float())
-        return masked_log_probs(logits, self._legal(obs[MASK_KEY])), value
-
-    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        logits, _ = self._masked_logits_and_value(batch)
-        return {Columns.ACTION_DIST_INPUTS: logits}
-
-    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """Sample here (Gumbel-max over the masked log-probs) and hand RLlib the action and its log-prob.
-
-        RLlib's default samples from `ACTION_DIST_INPUTS` and stores those inputs with every
-        step, which is 16,001 float32 values (64 KB) per step sent from each env runner to the
-        learner. PPO's loss needs only the action and its log-prob from sampling time; it
-        builds the old distribution from `ACTION_DIST_INPUTS` for the KL term alone, which this
-        trainer leaves off (`use_kl_loss=False`), so a one-value placeholder goes in its place.
-        """
-        logp, _ = self._masked_logits_and_value(batch)
-        noise = -torch.log(-torch.log(torch.rand_like(logp).clamp_(min=GUMBEL_EPS)))
-        actions = torch.argmax(logp + noise, dim=-1)
-        return {
-            Columns.ACTIONS: actions,
-            Columns.ACTION_LOGP: logp.gather(-1, actions[:, None])[:, 0],
-            Columns.ACTION_DIST_INPUTS: logp.new_zeros((logp.shape[0], 1)),
-        }
-
-    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        logits, value = self._masked_logits_and_value(batch)
-        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: value}
-
-    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
-        if embeddings is not None:
-            return embeddings
-        return self.net._trunk(batch[Columns.OBS][RLLIB_OBS_KEY].float())[1]
-
-
-def export_state_dict(module_state: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """A `ColonyRLModule` state (torch or numpy values) -> the `PolicyValueNet` state_dict."""
-    out = {k[len(NET_PREFIX):]: torch.as_tensor(np.asarray(v)) for k, v in module_state.items() if k.startswith(NET_PREFIX)}
-    if not out:
-        raise CheckpointError(f"not a ColonyRLModule state: no '{NET_PREFIX}*' weights among {sorted(module_state)[:5]}")
-    return out
-
-
-def net_from_module_state(module_state: dict[str, Any], channels: int, blocks: int, in_channels: int) -> PolicyValueNet:
-    """Rebuild the `PolicyValueNet` held by a `ColonyRLModule` state."""
-    net = PolicyValueNet(in_channels, channels, blocks)
-    try:
-        net.load_state_dict(export_state_dict(module_state))
-    except RuntimeError as e:
-        raise CheckpointError(f"RLlib module weights do not fit PolicyValueNet({in_channels}, {channels}, {blocks}): "
-                              f"{str(e).splitlines()[0][:200]}") from None
-    return net.eval()
-
-
-# --- self-play: agents -> modules, snapshots ---------------------------------------------------
-class SnapshotMapping:
-    """Agent -> module mapping: `main` for both colours, except in a `pool_share` of the episodes
-    where one colour (alternating by episode) is played by one of the frozen snapshots.
-
-    Decisions hash the episode id (crc32, stable across processes), so every call for the
-    same episode agrees; a plain object rather than a closure so it pickles to env runners.
-    """
-
-    def __init__(self, snapshots: list[str], pool_share: float) -> None:
-        self.snapshots = list(snapshots)
-        self.pool_share = float(pool_share)
-
-    def __call__(self, agent_id: str, episode: Any, **kwargs: Any) -> str:
-        if not self.snapshots:
-            return MAIN_MODULE
-        h = zlib.crc32(str(episode.id_).encode())
-        if (h % 10_000) / 10_000 >= self.pool_share:
-            return MAIN_MODULE
-        main_agent = AGENTS[(h >> 14) % 2]
-        if agent_id == main_agent:
-            return MAIN_MODULE
-        return self.snapshots[(h >> 15) % len(self.snapshots)]
-
-
-class SnapshotSelfPlayCallback(RLlibCallback):
-    """RLlib's self-play callback pattern (examples/multi_agent/utils/self_play_callback.py), on a schedule.
-
-    Every `snapshot_every` iterations a frozen copy of `main` is added as `main_vN`; past
-    `pool_size` the oldest is removed. Like the example it copies `main`'s weights into the new
-    module on the learners, and unlike it also into the env runners' copies: PPO only syncs the
-    modules it trained, so otherwise the env runners would play a randomly initialised snapshot
-    (the RLlib test checks the weights on every env runner). It logs `pool_win_rate`, the learner's score (win 1, draw 0.5) in pool games.
-    """
-
-    def __init__(self, snapshot_every: int = 5, pool_size: int = 4, pool_share: float = 0.25) -> None:
-        super().__init__()
-        self.snapshot_every = snapshot_every
-        self.pool_size = pool_size
-        self.pool_share = pool_share
-        self.snapshots: list[str] = []
-        self.count = 0
-
-    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        if metrics_logger is None:
-            return
-        agents = episode.agent_episodes
-        illegal = any(
-            len(ep) and isinstance(ep.get_infos(-1), dict) and ep.get_infos(-1).get("end_reason") == ILLEGAL_ACTION
-            for ep in agents.values()
-        )
-        # Must stay 0: the module only samples masked actions (checked by the tests).
-        metrics_logger.log_value("illegal_games", int(illegal), reduce="sum")
-        modules = {aid: episode.module_for(aid) for aid in agents}
-        if len(modules) != 2 or set(modules.values()) == {MAIN_MODULE}:
-            return
-        main_agent = next(aid for aid, m in modules.items() if m == MAIN_MODULE)
-        final = float(agents[main_agent].get_return())  # rewards come only at the end (R7.4)
-        metrics_logger.log_value("pool_win_rate", (final + 1.0) / 2.0, reduce="mean", window=100)
-
-    def on_train_result(self, *, algorithm: Any, result: dict, **kwargs: Any) -> None:
-        result["pool_size"] = len(self.snapshots)
-        if algorithm.iteration % self.snapshot_every != 0:
-            return
-        self.count += 1
-        new_id = f"{SNAPSHOT_PREFIX}{self.count}"
-        self.snapshots.append(new_id)
-        removed = self.snapshots[: max(0, len(self.snapshots) - self.pool_size)]
-        self.snapshots = self.snapshots[len(removed):]
-        mapping = SnapshotMapping(self.snapshots, self.pool_share)
-        main_state = learner_module_state(algorithm, MAIN_MODULE)
-        spec = algorithm.config.rl_module_spec.rl_module_specs[MAIN_MODULE]
-        algorithm.add_module(module_id=new_id, module_spec=spec, new_agent_to_module_mapping_fn=mapping)
-        algorithm.learner_group.set_state(
-            {COMPONENT_LEARNER: {COMPONENT_RL_MODULE: {new_id: main_state}}}
-        )
-        _push_to_env_runners(algorithm, new_id, main_state)
-        for old in removed:
-            algorithm.remove_module(old, new_agent_to_module_mapping_fn=mapping)
-        result["pool_size"] = len(self.snapshots)
-
-    def resume_pool(self, algorithm: Any, snapshot_ids: list[str]) -> None:
-        """Re-create the snapshot modules of a checkpoint (`--resume`), before its weights are loaded."""
-        self.snapshots = list(snapshot_ids)
-        self.count = max((int(m[len(SNAPSHOT_PREFIX):]) for m in snapshot_ids), default=0)
-        mapping = SnapshotMapping(self.snapshots, self.pool_share)
-        spec = algorithm.config.rl_module_spec.rl_module_specs[MAIN_MODULE]
-        for module_id in snapshot_ids:
-            algorithm.add_module(module_id=module_id, module_spec=spec, new_agent_to_module_mapping_fn=mapping)
-
-
-def _push_to_env_runners(algorithm: Any, module_id: str, state: dict[str, Any]) -> None:
-    """Set one module's weights on every env runner.
-
-    Not `env_runner_group.sync_weights`: it skips env runners whose weights sequence number
-    already matches the learner's, which it does right after an update, so a new snapshot
-    module would keep its random initial weights there.
-    """
-    state_ref = ray.put(state)
-
-    def _set(runner: Any, _id: str = module_id, _ref: Any = state_ref) -> None:
-        module = getattr(runner, "module", None)
-        if module is not None and _id in module:
-            module[_id].set_state(ray.get(_ref))
-
-    algorithm.env_runner_group.foreach_env_runner(_set, local_env_runner=True)
-
-
-def learner_module_state(algorithm: Any, module_id: str) -> dict[str, Any]:
-    """The learners' current weights of one module (local or remote learners alike)."""
-    state = algorithm.learner_group.get_state(components=f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{module_id}")
-    return state[COMPONENT_LEARNER][COMPONENT_RL_MODULE][module_id]
-
-
 # --- building the algorithm --------------------------------------------------------------------
 def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
     """The RLlib `PPOConfig` of a run (new API stack, multi-agent with one shared module)."""
@@ -588,7 +204,7 @@ def _restore(algo: Any, checkpoint: Path) -> int:
     callback.resume_pool(algo, ids)
     algo.restore_from_path(str(checkpoint.resolve()))
     for module_id in ids:
-        _push_to_env_runners(algo, module_id, learner_module_state(algo, module_id))
+        push_to_env_runners(algo, module_id, learner_module_state(algo, module_id))
     return int(algo.iteration)
 
 
@@ -703,31 +319,13 @@ def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
 
 
 # --- CLI ---------------------------------------------------------------------------------------
-def config_key_help(cls: type = None) -> str:
-    """Every config key of `cls` (default `RllibConfig`) with its type, default and the docstring under its field."""
-    cls = cls or RllibConfig
-    docs: dict[str, str] = {}
-    body = ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0].body
-    for node, after in zip(body, body[1:]):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    lines = []
-    hints = typing.get_type_hints(cls)
-    defaults = cls()
-    for key in config_lib.config_keys(cls):
-        kind = getattr(hints[key], "__name__", str(hints[key]))
-        lines.append(f"  --{key.replace('_', '-'):<28} {kind} = {getattr(defaults, key)!r}. {docs.get(key, '')}".rstrip())
-    return "\n".join(lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="colony-train-rllib",
         description="Self-play PPO for Colony on RLlib, on a private Ray instance on this machine (loopback only) "
                     "or on a Ray cluster (--address). Any config key can be overridden: --num-env-runners 8 "
                     "--total-steps 1e6.",
-        epilog="config keys (YAML, or --key VALUE on the command line):\n" + config_key_help(),
+        epilog=config_lib.config_help(RllibConfig),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", help="YAML config (configs/rllib_ppo.yaml); required unless --resume")

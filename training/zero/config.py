@@ -1,176 +1,193 @@
-"""Typed configuration of a `colony-zero` run (one dataclass, the same YAML/CLI conventions as `colony-train`)."""
+"""Typed configuration of a `colony-zero` run (one dataclass, the same YAML/CLI conventions as `colony-train`).
+
+Each field declares its meaning and its constraints once (`config.key`); loading, overrides,
+validation and `--help` are the shared machinery of `colony_training.config`.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from colony_env.agents.az import ROOTS
 
-from ..config import DEVICES, ConfigError
-from ..runlog import is_file
-
-# Agent specs the periodic evaluation may play against (built by colony_training.eval's agent specs).
-_LADDER_RE = re.compile(r"^(random|greedy|mcts:[1-9][0-9]*)$")
+from ..config import (
+    CHECKPOINT_OR_EMPTY,
+    DEVICE,
+    LADDER_SPECS,
+    RUN_NAME,
+    SEED,
+    Check,
+    Config,
+    at_least,
+    below,
+    key,
+    number_at_least,
+    one_of,
+    positive,
+    share,
+)
 
 
 @dataclass
-class ZeroConfig:
+class ZeroConfig(Config):
     """Everything that defines a search-based self-play run. Every field can be set from YAML or the CLI."""
 
     # --- run bookkeeping ---
-    run_name: str = "zero"
-    """Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`."""
-    out_dir: str = "runs"
-    """Where run directories are created."""
-    seed: int = 0
-    """Seeds the network initialisation, the game setups and the search noise."""
-    device: str = "auto"
-    """`auto` (cuda if available), `cpu` or `cuda`: where the network runs, in self-play and fitting."""
-    torch_threads: int = 1
-    """torch intra-op threads per process (self-play workers and the learner)."""
-    workers: int = 2
-    """Self-play processes; with 2 on a 2-core machine each core plays its own share of the games."""
-    address: str = ""
-    """"" = self-play in `workers` local processes; HOST:PORT or `auto` = `workers` Ray tasks on that cluster."""
+    run_name: str = key("zero", "Prefix of the run directory `<out_dir>/<run_name>-<timestamp>`.", RUN_NAME)
+    out_dir: str = key("runs", "Where run directories are created.")
+    seed: int = key(0, "Seeds the network initialisation, the game setups and the search noise.", SEED)
+    device: str = key(
+        "auto",
+        "`auto` (cuda if available), `cpu` or `cuda`: where the network runs, in self-play and fitting.",
+        DEVICE,
+    )
+    torch_threads: int = key(1, "torch intra-op threads per process (self-play workers and the learner).", at_least(1))
+    workers: int = key(
+        2,
+        "Self-play processes; with 2 on a 2-core machine each core plays its own share of the games.",
+        at_least(1),
+    )
+    address: str = key(
+        "",
+        '"" = self-play in `workers` local processes; HOST:PORT or `auto` = `workers` Ray tasks on that cluster.',
+    )
 
     # --- network ---
-    channels: int = 64
-    """Width of the residual trunk."""
-    blocks: int = 4
-    """Residual blocks in the trunk."""
-    target_features: bool = True
-    """Landing-cell projection in the policy head (training/model.py)."""
-    ownership_head: bool = True
-    """An auxiliary head fitted to who controls each cell's colony at the end (a new network only)."""
-    init_from: str = ""
-    """Start from this checkpoint's weights (any colony checkpoint; its architecture wins); "" = random weights."""
+    channels: int = key(64, "Width of the residual trunk.", at_least(1))
+    blocks: int = key(4, "Residual blocks in the trunk.", at_least(1))
+    target_features: bool = key(True, "Landing-cell projection in the policy head (training/model.py).")
+    ownership_head: bool = key(
+        True,
+        "An auxiliary head fitted to who controls each cell's colony at the end (a new network only).",
+    )
+    init_from: str = key(
+        "",
+        'Start from this checkpoint\'s weights (any colony checkpoint; its architecture wins); "" = random weights.',
+        CHECKPOINT_OR_EMPTY,
+    )
 
     # --- self-play ---
-    generations: int = 100
-    """Generations to run: each plays `games_per_generation` games, then fits the network."""
-    games_per_generation: int = 64
-    """Self-play games per generation (split over the workers)."""
-    parallel_games: int = 32
-    """Games in flight per worker: their searches share one network call per simulation step."""
-    simulations: int = 32
-    """Simulations per self-play move."""
-    root: str = "gumbel"
-    """Root rule of the self-play search: `gumbel` (improved-policy targets) or `puct` (visit-count targets)."""
-    max_considered: int = 16
-    """Gumbel root: actions considered by sequential halving."""
-    c_puct: float = 1.25
-    """PUCT exploration constant (root `puct`)."""
-    rescale_q: bool = True
-    """Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1]."""
-    fast_simulations: int = 0
-    """Playout cap randomisation (KataGo): if > 0, a move gets the full `simulations` search only with
-    probability `full_search_prob` and this many simulations otherwise; only full searches are policy
-    targets (every position is a value target). 0: every move gets the full search."""
-    full_search_prob: float = 0.25
-    """The share of moves searched with `simulations` when `fast_simulations` > 0."""
-    max_plies: int = 400
-    """Ply limit per game (R6.2.4)."""
-    rollout_mix: float = 0.0
-    """Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda)."""
-    rollout_mix_generations: int = 0
-    """If > 0, the mix falls linearly from `rollout_mix` to 0 over this many generations (0: constant)."""
-    value_rollouts: int = 0
-    """Random playouts from every stored position after its game; their mean result is a value target (0: none)."""
+    generations: int = key(
+        100,
+        "Generations to run: each plays `games_per_generation` games, then fits the network.",
+        at_least(1),
+    )
+    games_per_generation: int = key(64, "Self-play games per generation (split over the workers).", at_least(1))
+    parallel_games: int = key(
+        32,
+        "Games in flight per worker: their searches share one network call per simulation step.",
+        at_least(1),
+    )
+    simulations: int = key(32, "Simulations per self-play move.", at_least(1))
+    root: str = key(
+        "gumbel",
+        "Root rule of the self-play search: `gumbel` (improved-policy targets) or `puct` (visit-count targets).",
+        one_of(sorted(ROOTS)),
+    )
+    max_considered: int = key(16, "Gumbel root: actions considered by sequential halving.", at_least(1))
+    c_puct: float = key(1.25, "PUCT exploration constant (root `puct`).", number_at_least(0))
+    rescale_q: bool = key(
+        True,
+        "Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1].",
+    )
+    fast_simulations: int = key(
+        0,
+        "Playout cap randomisation (KataGo): if > 0, a move gets the full `simulations` search only with probability `full_search_prob` and this many simulations otherwise; only full searches are policy targets (every position is a value target). 0: every move gets the full search.",
+        at_least(0), Check(lambda v, c: v < c.simulations, "0 (off) or fewer than `simulations` (the full search)"),
+    )
+    full_search_prob: float = key(
+        0.25,
+        "The share of moves searched with `simulations` when `fast_simulations` > 0.",
+        Check(lambda v, c: 0.0 < v <= 1.0, "a number in (0, 1]"),
+    )
+    max_plies: int = key(400, "Ply limit per game (R6.2.4).", at_least(1))
+    rollout_mix: float = key(
+        0.0,
+        "Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda).",
+        share(),
+    )
+    rollout_mix_generations: int = key(
+        0,
+        "If > 0, the mix falls linearly from `rollout_mix` to 0 over this many generations (0: constant).",
+        at_least(0),
+    )
+    value_rollouts: int = key(
+        0,
+        "Random playouts from every stored position after its game; their mean result is a value target (0: none).",
+        at_least(0),
+    )
 
     # --- fitting ---
-    replay_positions: int = 200_000
-    """Positions kept in the replay buffer (oldest generations dropped first)."""
-    sample_reuse: float = 4.0
-    """Fitting samples per new position: steps = ceil(new positions * sample_reuse / batch_size)."""
-    batch_size: int = 256
-    """Positions per gradient step."""
-    learning_rate: float = 1e-3
-    """Adam learning rate."""
-    weight_decay: float = 1e-4
-    """Adam(W) weight decay."""
-    value_loss_coef: float = 1.0
-    """Weight of the value loss (MSE of tanh(value) against the target)."""
-    ownership_loss_coef: float = 0.5
-    """Weight of the ownership loss (MSE of tanh per cell against -1/0/+1), if the network has the head."""
-    root_value_mix: float = 0.0
-    """Share of the search's root value in the value target (the rest: the game's result)."""
-    rollout_value_mix: float = 0.0
-    """Share of the `value_rollouts` playouts' mean in the value target (needs value_rollouts >= 1)."""
-    augment_symmetry: bool = True
-    """Show each sample in a random one of the 4 board symmetries that keep the canonical view."""
-    max_grad_norm: float = 1.0
-    """Gradient clipping."""
+    replay_positions: int = key(
+        200_000,
+        "Positions kept in the replay buffer (oldest generations dropped first).",
+        at_least(1),
+    )
+    sample_reuse: float = key(
+        4.0,
+        "Fitting samples per new position: steps = ceil(new positions * sample_reuse / batch_size).",
+        positive(),
+    )
+    batch_size: int = key(256, "Positions per gradient step.", at_least(1))
+    learning_rate: float = key(1e-3, "Adam learning rate.", positive())
+    weight_decay: float = key(1e-4, "Adam(W) weight decay.", number_at_least(0))
+    value_loss_coef: float = key(
+        1.0,
+        "Weight of the value loss (MSE of tanh(value) against the target).",
+        number_at_least(0),
+    )
+    ownership_loss_coef: float = key(
+        0.5,
+        "Weight of the ownership loss (MSE of tanh per cell against -1/0/+1), if the network has the head.",
+        number_at_least(0),
+    )
+    root_value_mix: float = key(
+        0.0,
+        "Share of the search's root value in the value target (the rest: the game's result).",
+        share(),
+    )
+    rollout_value_mix: float = key(
+        0.0,
+        "Share of the `value_rollouts` playouts' mean in the value target (needs value_rollouts >= 1).",
+        Check(lambda v, c: 0.0 <= v <= 1.0 - c.root_value_mix, "a number in [0, 1 - root_value_mix] (the value target's shares add up to 1)"), Check(lambda v, c: v == 0.0 or c.value_rollouts >= 1, "0 unless value_rollouts >= 1 (the playouts it mixes in)"),
+    )
+    augment_symmetry: bool = key(
+        True,
+        "Show each sample in a random one of the 4 board symmetries that keep the canonical view.",
+    )
+    max_grad_norm: float = key(1.0, "Gradient clipping.", positive())
 
     # --- evaluation, checkpoints ---
-    eval_every: int = 5
-    """Generations between evaluations (0: only at the end)."""
-    eval_games: int = 40
-    """Games per opponent in an evaluation (half with each colour)."""
-    eval_opponents: list[str] = field(default_factory=lambda: ["random", "greedy"])
-    """The fixed ladder the policy is evaluated against: `random`, `greedy`, `mcts:N`."""
-    eval_simulations: int = 0
-    """If > 0, also evaluate the search agent `az:N` with N simulations against the ladder."""
-    eval_max_plies: int = 400
-    """Ply limit of the evaluation games (R6.2.4's default), whatever `max_plies` self-play uses."""
-    eval_seed: int = 1000
-    """Base seed of the evaluation setups (generation g uses eval_seed + g); keep apart from card seeds."""
-    keep_checkpoints: int = 3
-    """Numbered checkpoints kept besides `latest.pt`."""
-
-    def finalize(self) -> ZeroConfig:
-        _check(self)
-        return self
+    eval_every: int = key(5, "Generations between evaluations (0: only at the end).", at_least(0))
+    eval_games: int = key(
+        40,
+        "Games per opponent in an evaluation (half with each colour).",
+        at_least(1), Check(lambda v, c: v % 2 == 0, "an even number (each setup is played with both colours)"),
+    )
+    eval_opponents: list[str] = key(
+        ["random", "greedy"],
+        "The fixed ladder the policy is evaluated against: `random`, `greedy`, `mcts:N`.",
+        LADDER_SPECS,
+    )
+    eval_simulations: int = key(
+        0,
+        "If > 0, also evaluate the search agent `az:N` with N simulations against the ladder.",
+        at_least(0),
+    )
+    eval_max_plies: int = key(
+        400,
+        "Ply limit of the evaluation games (R6.2.4's default), whatever `max_plies` self-play uses.",
+        at_least(1),
+    )
+    eval_seed: int = key(
+        1000,
+        "Base seed of the evaluation setups (generation g uses eval_seed + g); keep apart from card seeds.",
+        below(2**31 - 1),
+    )
+    keep_checkpoints: int = key(3, "Numbered checkpoints kept besides `latest.pt`.", at_least(0))
 
     def rollout_mix_at(self, generation: int) -> float:
         """The playout share of the leaf value in this generation (the linear schedule)."""
         if self.rollout_mix_generations == 0:
             return self.rollout_mix
         return self.rollout_mix * max(0.0, 1.0 - generation / self.rollout_mix_generations)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.init}
-
-
-def _check(c: ZeroConfig) -> None:
-    def need(ok: bool, key: str, allowed: str) -> None:
-        if not ok:
-            raise ConfigError(f"config key '{key}' = {getattr(c, key)!r} is invalid; allowed: {allowed}")
-
-    need(c.device in DEVICES, "device", ", ".join(DEVICES))
-    need(c.root in ROOTS, "root", ", ".join(sorted(ROOTS)))
-    for key in ("torch_threads", "workers", "channels", "blocks", "generations", "games_per_generation",
-                "parallel_games", "simulations", "max_considered", "max_plies", "replay_positions", "batch_size",
-                "eval_games", "eval_max_plies"):
-        need(getattr(c, key) >= 1, key, "an integer >= 1")
-    for key in ("eval_every", "eval_simulations", "keep_checkpoints", "rollout_mix_generations", "value_rollouts",
-                "fast_simulations"):
-        need(getattr(c, key) >= 0, key, "an integer >= 0")
-    need(0 <= c.seed < 2**32, "seed", "an integer in [0, 2**32)")
-    need(0 <= c.eval_seed < 2**31, "eval_seed", "an integer in [0, 2**31)")
-    need(c.max_plies < 2**31, "max_plies", "an integer below 2**31")
-    need(c.eval_max_plies < 2**31, "eval_max_plies", "an integer below 2**31")
-    for key in ("learning_rate", "sample_reuse", "max_grad_norm"):
-        v = getattr(c, key)
-        need(math.isfinite(v) and v > 0, key, "a finite number > 0")
-    for key in ("weight_decay", "value_loss_coef", "ownership_loss_coef", "c_puct"):
-        v = getattr(c, key)
-        need(math.isfinite(v) and v >= 0, key, "a finite number >= 0")
-    need(c.fast_simulations < c.simulations, "fast_simulations",
-         "0 (off) or fewer than `simulations` (the full search)")
-    need(0.0 < c.full_search_prob <= 1.0, "full_search_prob", "a number in (0, 1]")
-    need(0.0 <= c.root_value_mix <= 1.0, "root_value_mix", "a number in [0, 1]")
-    need(0.0 <= c.rollout_mix <= 1.0, "rollout_mix", "a number in [0, 1]")
-    need(0.0 <= c.rollout_value_mix <= 1.0 - c.root_value_mix, "rollout_value_mix",
-         "a number in [0, 1 - root_value_mix] (the value target's shares add up to 1)")
-    need(c.rollout_value_mix == 0.0 or c.value_rollouts >= 1, "rollout_value_mix",
-         "0 unless value_rollouts >= 1 (the playouts it mixes in)")
-    need(c.eval_games % 2 == 0, "eval_games", "an even number (each setup is played with both colours)")
-    need(c.init_from == "" or is_file(c.init_from), "init_from", '"" or the path of an existing checkpoint file')
-    need(bool(re.fullmatch(r"[A-Za-z0-9_.-]+", c.run_name)), "run_name", "letters, digits, '_', '.', '-'")
-    for spec in c.eval_opponents:
-        if not isinstance(spec, str) or not _LADDER_RE.match(spec):
-            raise ConfigError(f"config key 'eval_opponents' has {spec!r}; allowed agent specs: random, greedy, mcts:N")
