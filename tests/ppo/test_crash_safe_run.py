@@ -47,6 +47,8 @@ ITERATIONS = 12
 # imports are paid once); a child SIGKILLs itself at the chosen point:
 #   save N  -> inside the N-th torch.save of the child, after part of the file was written
 #   rows N  -> right after the N-th metrics row of the child was written
+#   saved N -> right after the N-th checkpoint file of the child was written, with TensorBoard's background
+#              writer slowed down (so that events still queued at the kill would be lost)
 # After each child the run directory is copied to SNAPSHOTS/<k> for the test to inspect.
 _ZYGOTE = r"""
 import json, os, shutil, signal, sys
@@ -80,6 +82,22 @@ def child(mode, n, argv):
             if count[0] == n:
                 os.kill(os.getpid(), signal.SIGKILL)
         tr.RunDir.log = log
+    elif mode == "saved":
+        import time
+        from tensorboard.summary.writer.record_writer import RecordWriter
+        real_write = RecordWriter.write
+        def slow_write(self, data):
+            time.sleep(0.05)
+            return real_write(self, data)
+        RecordWriter.write = slow_write
+        real_checkpoint = tr.save_checkpoint
+        def save_checkpoint(*args, **kwargs):
+            out = real_checkpoint(*args, **kwargs)
+            count[0] += 1
+            if count[0] == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return out
+        tr.save_checkpoint = save_checkpoint
     return tr.main(argv + ["--no-progress"])
 
 for k, (mode, n, argv) in enumerate(scenarios):
@@ -157,6 +175,20 @@ def test_sigkill_at_several_points_then_resume_gives_one_row_per_iteration(tmp_p
 
     assert _iterations(step[4]) == list(range(1, ITERATIONS + 1))  # resuming a finished run changes nothing
     assert _tb_steps(step[4], "train/policy_loss") == [8 * i for i in range(1, ITERATIONS + 1)]
+
+
+def test_events_logged_before_a_checkpoint_survive_a_kill_right_after_it(tmp_path: Path) -> None:
+    """TensorBoard writes events from a queue in a background thread; a resume starts after the
+    checkpoint, so the events before it must be on disk when it is written (issue 32, item 6)."""
+    cfg, run, snaps = tmp_path / "tiny.yaml", tmp_path / "run", tmp_path / "snapshots"
+    cfg.write_text(TINY)
+    codes = _train_scenarios(run, snaps, [
+        ("saved", 1, ["--config", str(cfg), "--run-dir", str(run)]),  # 0: right after latest.pt of iteration 5
+        ("none", 0, ["--resume", str(run)]),  # 1
+    ])  # fmt: skip
+    assert codes == [-signal.SIGKILL, 0]
+    assert _tb_steps(snaps / "0", "train/policy_loss") == [8 * i for i in range(1, 6)]
+    assert _tb_steps(snaps / "1", "train/policy_loss") == [8 * i for i in range(1, ITERATIONS + 1)]
 
 
 def _snapshot(run: Path) -> dict[str, bytes]:

@@ -484,6 +484,7 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
         last_eval = {spec: r["win_rate"] for spec, r in res.items()}
 
     def checkpoint(final: bool = False, final_eval_done: bool = False) -> None:
+        log.flush()  # TensorBoard writes from a queue: its events up to here reach the disk before the checkpoint
         meta = {
             "iteration": iteration, "global_step": global_step,
             "wall_time_s": wall_before + time.perf_counter() - t_start, "hardware": hardware(),

@@ -12,25 +12,30 @@ Each generation (AlphaZero, Silver et al. 2018; Gumbel AlphaZero, Danihelka et a
 2. **fit**: the network is trained on minibatches drawn from the replay buffer (the last
    `replay_positions` positions): cross-entropy to the search's policy plus the squared error
    of tanh(value) to the result, each sample shown in a random board symmetry;
-3. **bookkeeping**: `metrics.csv` and TensorBoard get one row per generation, `checkpoints/latest.pt`
-   is written atomically (the usual checkpoint format: every tool loads it), and every
-   `eval_every` generations the policy (and, with `eval_simulations`, the search agent) plays
-   the fixed ladder `eval_opponents`; `eval.csv` holds scores with Wilson intervals and Elo
-   with 95% intervals against the CPU time spent so far.
+3. **bookkeeping**: `checkpoints/latest.pt` is written atomically (the usual checkpoint format:
+   every tool loads it); then every `eval_every` generations the policy (and, with
+   `eval_simulations`, the search agent) plays the fixed ladder `eval_opponents`; `eval.csv`
+   holds scores with Wilson intervals and Elo with 95% intervals against the CPU time spent so
+   far; TensorBoard gets the generation's values, and `metrics.csv` its row, last.
 
 What each core does: during self-play each of the `workers` processes plays its own games
 (tree walks compiled, one batched forward pass per simulation step); during fitting the
 learner runs with `workers` torch threads. `--resume RUN_DIR` continues after the last
 finished generation: the replay shards of later generations are deleted and replayed with
-the same seeds, and the CSV files are cut back to the checkpoint, so a killed and resumed run
-has exactly one row per generation.
+the same seeds, and the CSV files and TensorBoard events are cut back to the checkpoint, so a
+killed and resumed run has exactly one row per generation. The checkpoint carries its
+generation's `metrics.csv` row: a run killed between the checkpoint and that row (during the
+evaluation, say) logs the generation again on resume, evaluation included, instead of losing
+its rows (`log_generation`; docs/training.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import csv
 import dataclasses
+import io
 import math
 import multiprocessing as mp
 import platform
@@ -164,13 +169,18 @@ def ancestor_meta(path: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
 
 
 def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg: ZeroConfig, generation: int,
-          totals: dict[str, float], rng: np.random.Generator, ancestor: dict[str, Any] | None = None) -> Path:
+          totals: dict[str, float], rng: np.random.Generator, ancestor: dict[str, Any] | None = None,
+          pending_log: dict[str, Any] | None = None) -> Path:
+    """Write `checkpoints/latest.pt` (and the numbered copy); `pending_log` is what `log_generation`
+    still has to write for this generation, kept so that a resume can write it if the run dies first."""
     meta = {"trainer": TRAINER, "generation": generation, "value_head": "tanh", **totals,
             "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(), "torch": str(torch.__version__),
             "python": platform.python_version()}
     if ancestor is not None:
         meta["init_from"] = ancestor
     extra = {"optimizer": opt.state_dict(), "generation": generation, "rng_state": rng.bit_generator.state}
+    if pending_log is not None:
+        extra["pending_log"] = pending_log
     ckpt_dir = run_dir / "checkpoints"
     path = save_checkpoint(ckpt_dir / "latest.pt", model, cfg.to_dict(), meta, extra)
     if cfg.keep_checkpoints:
@@ -201,6 +211,38 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
                          "score": round(s.score, 4), "score_lo": round(s.ci_low, 4), "score_hi": round(s.ci_high, 4),
                          "elo": round(elo, 1), "elo_ci95": round(elo_ci95, 1)})
     return rows
+
+
+def log_generation(log: RunDir, checkpoint: Path, cfg: ZeroConfig, generation: int, row: dict[str, Any],
+                   eval_due: bool, bar: tqdm | None = None) -> None:
+    """The bookkeeping of a generation whose checkpoint is written: the evaluation (if due), then
+    TensorBoard (flushed), `eval.csv` and, last, the `metrics.csv` row, which marks the
+    generation as logged. A kill before that row is undone on resume (`train`): the rows and
+    events of the generation are cut and this runs again from the checkpoint's `pending_log`."""
+    rows = evaluate_checkpoint(checkpoint, cfg, generation, row["cpu_hours"]) if eval_due else []
+    log.scalars("zero", {k: row[k] for k in TB_KEYS}, generation)
+    if rows:
+        log.scalars("eval", {f"{r['agent']}_vs_{r['opponent']}": r["score"] for r in rows}, generation)
+    log.flush()  # the events are on disk before the row that says they are
+    if rows:
+        log.log("eval.csv", rows)
+    log.log("metrics.csv", [row])
+    if rows and bar is not None:
+        bar.write("  ".join(f"{r['agent']} vs {r['opponent']}: {r['score']:.3f} [{r['score_lo']:.2f}, "
+                            f"{r['score_hi']:.2f}]" for r in rows))
+
+
+def last_logged_generation(run_dir: Path) -> int:
+    """The generation of the last complete `metrics.csv` row (-1 if none): the last one fully logged."""
+    try:
+        text = (run_dir / "metrics.csv").read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return -1
+    rows = list(csv.DictReader(io.StringIO(text[: text.rfind("\n") + 1])))  # a torn last row does not count
+    try:
+        return int(rows[-1]["generation"]) if rows else -1
+    except (KeyError, TypeError, ValueError):
+        return -1
 
 
 # --- the loop -----------------------------------------------------------------------------------
@@ -237,7 +279,12 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     last_done = start - 1
     remove_stray_files(run_dir, last_done)
     log = run_files(run_dir)
-    log.rewind(last_done if start else None, last_done)  # rows of a generation after the checkpoint are played again
+    # Rows of a generation after the checkpoint are played again; so are those of the checkpoint's
+    # own generation if the run died before its last row (checkpoints before pending_log: not known).
+    pending = resume.get("pending_log") if resume is not None else None
+    relog = pending is not None and last_logged_generation(run_dir) < last_done
+    keep = last_done - 1 if relog else last_done
+    log.rewind(keep if start else None, keep)
     buffer = ReplayBuffer.load(run_dir, cfg.replay_positions, last_done) if start else ReplayBuffer(cfg.replay_positions)
     if pool is None and cfg.workers > 1:
         pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=mp.get_context("spawn"))
@@ -245,6 +292,8 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     bar = tqdm(total=cfg.generations, initial=start, desc=PROG, unit="gen", disable=not progress, dynamic_ncols=True)
     latest = run_dir / "checkpoints" / "latest.pt"
     try:
+        if relog:
+            log_generation(log, latest, cfg, last_done, pending["metrics"], bool(pending["eval_due"]), bar)
         for gen in range(start, cfg.generations):
             t0 = time.time()
             cpu0 = time.process_time()
@@ -259,7 +308,6 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
             totals["positions"] += data.n_positions
             totals["cpu_seconds"] += (time.process_time() - cpu0) + data.cpu_seconds
             totals["wall_seconds"] += t2 - t0
-            latest = _save(run_dir, model, opt, cfg, gen, totals, rng, ancestor)
             row = {"generation": gen, "games": int(totals["games"]), "positions": int(totals["positions"]),
                    "buffer": len(buffer), "game_length": round(float(data.game_lengths.mean()), 1),
                    "red_wins": round(float((data.game_winners == 0).mean()), 3),
@@ -269,17 +317,11 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                    "cpu_hours": round(totals["cpu_seconds"] / 3600, 4), "wall_hours": round(totals["wall_seconds"] / 3600, 4),
                    "leaf_evals_per_s": round(data.leaf_evaluations / max(1e-9, t1 - t0), 1),
                    "nodes": pool.take_nodes() if isinstance(pool, RayPool) else 1}
-            log.log("metrics.csv", [row])
+            eval_due = bool(cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or gen == cfg.generations - 1
+            latest = _save(run_dir, model, opt, cfg, gen, totals, rng, ancestor,
+                           pending_log={"metrics": row, "eval_due": eval_due})
+            log_generation(log, latest, cfg, gen, row, eval_due, bar)
             lost_reported = _report_lost_nodes(pool, lost_reported, bar)
-            log.scalars("zero", {k: row[k] for k in TB_KEYS}, gen)
-            last = gen == cfg.generations - 1
-            if (cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or last:
-                rows = evaluate_checkpoint(latest, cfg, gen, totals["cpu_seconds"] / 3600)
-                log.log("eval.csv", rows)
-                log.scalars("eval", {f"{r['agent']}_vs_{r['opponent']}": r["score"] for r in rows}, gen)
-                bar.write("  ".join(f"{r['agent']} vs {r['opponent']}: {r['score']:.3f} [{r['score_lo']:.2f}, "
-                                    f"{r['score_hi']:.2f}]" for r in rows))
-            log.flush()
             bar.set_postfix(pos=len(buffer), pl=f"{losses['policy_loss']:.2f}", vl=f"{losses['value_loss']:.3f}",
                             len=row["game_length"])
             bar.update()
