@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import io
 import math
 import platform
 import re
@@ -42,7 +43,7 @@ from .. import config as config_lib
 from ..checkpoint import CheckpointError, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError
-from ..runlog import RunDir, new_run_dir
+from ..runlog import RunDir, atomic_write_text, new_run_dir
 from .config import RESUME_KEYS, RllibConfig, load_config
 
 try:  # ray is an optional extra: `pip install -e ".[rllib]"`
@@ -288,18 +289,22 @@ def _iterate(algo: Any, cfg: RllibConfig, files: RunDir, first: int, progress: b
 
 
 def _checkpoint(algo: Any, cfg: RllibConfig, run_dir: Path, row: dict[str, Any]) -> Path:
-    """An RLlib checkpoint of the whole algorithm plus its export to `checkpoints/latest.pt`."""
+    """An RLlib checkpoint of the whole algorithm plus its export to `checkpoints/latest.pt`.
+
+    The export comes first: a resume starts from the newest RLlib checkpoint, so that one must
+    never be ahead of `latest.pt` (a kill between the two would leave a finished run whose
+    `latest.pt`, and final evaluation, are of an older iteration)."""
     it = row["iteration"]
     rllib_path = run_dir / RLLIB_DIR / f"iter_{it:06d}"
-    partial = rllib_path.with_name(rllib_path.name + ".partial")  # renamed when complete: a kill leaves no half checkpoint
-    shutil.rmtree(partial, ignore_errors=True)
-    algo.save_to_path(str(partial.resolve()))
-    partial.rename(rllib_path)
     meta = {
         "trainer": "rllib", "ray_version": ray.__version__, "iteration": it, "global_step": row["env_steps"],
         "rllib_checkpoint": str(rllib_path), "hardware": platform.platform(),
     }  # fmt: skip
     export_algorithm(algo, cfg, run_dir / "checkpoints" / LATEST, meta)
+    partial = rllib_path.with_name(rllib_path.name + ".partial")  # renamed when complete: a kill leaves no half checkpoint
+    shutil.rmtree(partial, ignore_errors=True)
+    algo.save_to_path(str(partial.resolve()))
+    partial.rename(rllib_path)
     return rllib_path
 
 
@@ -309,13 +314,15 @@ def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
 
     model, _ = load_model(run_dir / "checkpoints" / LATEST)
     res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)
-    with open(run_dir / "eval.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds"])
-        for spec, r in res.items():
-            w.writerow([spec, r["games"], r["win_rate"], r["draw_rate"], r["loss_rate"], round(r["seconds"], 2)])
-            print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
-                  f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
+    buf = io.StringIO()  # eval.csv is written whole and atomically: a resume (which evaluates again) replaces it
+    w = csv.writer(buf)
+    w.writerow(["opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds"])
+    for spec, r in res.items():
+        w.writerow([spec, r["games"], r["win_rate"], r["draw_rate"], r["loss_rate"], round(r["seconds"], 2)])
+    atomic_write_text(run_dir / "eval.csv", buf.getvalue())
+    for spec, r in res.items():
+        print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
+              f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
 
 
 # --- CLI ---------------------------------------------------------------------------------------
