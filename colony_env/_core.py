@@ -512,8 +512,11 @@ def action_code(a: np.ndarray, action: int) -> int:
     if action < 0 or action >= N_ACTIONS:
         return E_RANGE
     if action == PASS_ACTION:  # R4.3
-        buf = np.empty(1, np.int16)
-        return OK if _generate(a, buf, True) == 0 else E_PASS
+        # The full list, not `stop_at_first=True`: numba compiles a call with a constant argument as a
+        # specialisation of its own, and a second `_generate` costs 16 s on a cold cache (docs/engine.md,
+        # "First run"); a pass is rare, so the longer check costs nothing that matters.
+        buf = np.empty(MAX_LEGAL, np.int16)
+        return OK if _generate(a, buf, False) == 0 else E_PASS
     board = a[:N_CELLS]
     me = 1 if a[I_TO_MOVE] == 0 else -1
     kind, s, d, x, pk = decode(action)

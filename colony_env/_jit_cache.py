@@ -75,6 +75,26 @@ def drop_stale_caches(package_dir: Path, dependencies: Iterable[Path] = ()) -> b
         return False
 
 
+# --- the first run's compile, said once ---------------------------------------------------
+COMPILE_SECONDS = 30  # a cold `colony-eval greedy random --games 2`, 2 cores (docs/engine.md, "First run")
+_ANNOUNCED_ENV = "COLONY_COMPILE_ANNOUNCED"  # inherited by worker processes: one line per command
+
+
+def announce_compile() -> None:
+    """Say, once per command (its worker processes included), that kernels are being compiled.
+
+    Called when a kernel of this project misses its cache: the first run of a new installation (or
+    after an upgrade) compiles for tens of seconds, which would otherwise look like a hang.
+    """
+    if os.environ.get(_ANNOUNCED_ENV):
+        return
+    os.environ[_ANNOUNCED_ENV] = "1"
+    _log.warning(
+        f"colony: compiling the engine's kernels for this installation, once (about {COMPILE_SECONDS} s "
+        "on 2 cores); later runs load them from the cache"
+    )
+
+
 # --- self-healing loads -----------------------------------------------------------------
 _HEALED_ROOTS: list[Path] = []  # packages whose kernels get self-healing cache loads
 _heal_lock = threading.Lock()
@@ -146,7 +166,10 @@ def heal_unreadable_caches(package_dir: Path) -> bool:
                 return original(self, sig, target_context)
             try:
                 loaded = original(self, sig, target_context)
-                if loaded is None or _matches(self, sig, loaded):
+                if loaded is None:
+                    announce_compile()
+                    return None
+                if _matches(self, sig, loaded):
                     return loaded
                 problem = "it holds another kernel or signature"
             except Exception as exc:  # noqa: BLE001 - any failure to unpickle or rebuild means the file is bad

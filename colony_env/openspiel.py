@@ -12,7 +12,7 @@
             state.apply_action(state.legal_actions()[0])
     print(state.returns())                        # [red, blue]: +1/-1/0 (R7.4)
 
-Install with `pip install -e ".[openspiel]"` (open-spiel and Shimmy). Only this module
+Install with `pip install "colony-rl[openspiel]"` (open-spiel and Shimmy). Only this module
 imports `pyspiel`; nothing else in `colony_env` needs it.
 
 **Players.** Player 0 is red (moves first, R2.1), player 1 blue. `current_player()` is the
@@ -50,8 +50,12 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-import pyspiel
-from open_spiel.python.observation import IIGObserverForPublicInfoGame
+try:
+    import pyspiel
+    from open_spiel.python.observation import IIGObserverForPublicInfoGame
+except ImportError as _e:  # one line that says how to get the extra, not a bare "No module named"
+    raise ImportError(f'colony_env.openspiel needs the openspiel extra ({_e.name} is not installed): '
+                      'pip install "colony-rl[openspiel]"') from None
 
 from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, N_ACTIONS, N_SATELLITES, SATELLITE_VALUES, Colour
 from .engine import GameState, apply_action, check_max_plies, legal_actions, new_game, setup_game

@@ -1,6 +1,6 @@
 """RLlib adapter: the one wrapper between the PettingZoo AEC env and RLlib's conventions.
 
-RLlib's action-masking RLModules (`examples/rl_modules/classes/action_masking_rlm.py`, and
+RLlib's action-masking RLModules (`rllib/examples/rl_modules/classes/action_masking_rlm.py` in Ray's repository, and
 `colony_training.rllib.selfplay.ColonyRLModule`) expect each agent's observation as
 `{"observations": ..., "action_mask": ...}`; PettingZoo's classic layout, which `colony_v0`
 follows, names the first key `observation`. `RLlibObservationWrapper` renames it, and it

@@ -7,7 +7,7 @@ import ipaddress
 import sys
 from pathlib import Path
 
-from colony_training.cli import console_script
+from colony_training.cli import console_script, missing_extra
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -82,14 +82,12 @@ def _config(args: argparse.Namespace):
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
+    try:  # before the arguments, so that even --help says what is missing
         import starlette  # noqa: F401
         import uvicorn
     except ImportError as e:
-        print(f"colony-web: error: the web app needs the 'web' extra ({e.name} is missing): pip install -e '.[web]'",
-              file=sys.stderr)
-        return 2
+        return missing_extra("colony-web", "web", e)
+    args = build_parser().parse_args(argv)
     try:
         config = _config(args)
     except CliError as e:

@@ -91,6 +91,84 @@ def test_nothing_points_to_a_rule_book_outside_the_repository() -> None:
     assert not hits, f"these files cite {outside}, which a clone does not have; cite docs/rules.md: {hits}"
 
 
+def test_docs_index_names_every_page() -> None:
+    """docs/README.md links every page in docs/, so no page is lost to a reader."""
+    index = ROOT / "docs" / "README.md"
+    linked = {(index.parent / target.partition("#")[0]).resolve() for target in links(index)}
+    pages = {p.resolve() for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
+    assert not pages - linked, f"pages not in docs/README.md: {sorted(p.name for p in pages - linked)}"
+
+
+# `colony_training.eval.agent_specs.make_agent`, `python -m colony_training.bench_zero`, ...
+DOTTED = re.compile(r"(?<![\w.])((?:colony_env|colony_training|colony_web)(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+# files of the repository named in docs and code: training/ppo/train.py, docs/zero.md, configs/zero.yaml, ...
+# (`git show COMMIT:path` names a file of an old commit, so a path after ':' is not checked)
+REPO_PATH = re.compile(r"(?<![\w./:-])((?:colony_env|training|colony_web|tests|docs|configs|examples)"
+                       r"/[\w/.-]*\w\.(?:py|md|yaml|pt|png|json|js|html|css))\b")
+PACKAGE_FOLDERS = {"colony_env": "colony_env", "colony_training": "training", "colony_web": "colony_web",
+                   "colony_training.checkpoints": "checkpoints", "colony_training.configs": "configs"}  # + package data
+
+
+def _is_module(dotted: str) -> bool:
+    if dotted in PACKAGE_FOLDERS:
+        return (ROOT / PACKAGE_FOLDERS[dotted]).is_dir()
+    first, *rest = dotted.split(".")
+    base = ROOT / PACKAGE_FOLDERS[first] / Path(*rest)
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def _names_that_do_not_exist(text: str) -> set[str]:
+    """Dotted names of the project's packages whose module, or whose first name after it, is not there."""
+    import importlib
+
+    bad = set()
+    for dotted in set(DOTTED.findall(text)):
+        parts = dotted.split(".")
+        n = max((k for k in range(1, len(parts) + 1) if _is_module(".".join(parts[:k]))), default=0)
+        if n == 0:
+            bad.add(dotted)
+            continue
+        if n == len(parts) or parts[n].startswith("__"):
+            continue
+        name = re.sub(r"__mutmut_\d+$", "", parts[n].removeprefix("x_")).rstrip("_")  # mutmut's names of a kernel's mutants
+        module = importlib.import_module(".".join(parts[:n]))
+        if not hasattr(module, name) and not hasattr(module, parts[n]):
+            bad.add(dotted)
+    return bad
+
+
+def test_docs_and_messages_name_only_modules_that_exist() -> None:
+    """No doc, docstring or message names a module of ours (or a name in it) that is not there."""
+    bad: dict[str, set[str]] = {}
+    for path in repo_files():
+        if path.suffix in {".py", ".md", ".yaml", ".toml", ".js", ".html"} and "tests/scripts" not in str(path):
+            found = _names_that_do_not_exist(path.read_text(encoding="utf-8", errors="replace"))
+            if found:
+                bad[str(path.relative_to(ROOT))] = found
+    assert not bad, f"names of modules that do not exist: {bad}"
+
+
+def test_files_named_in_docs_and_code_exist() -> None:
+    """A path of the repository named in a doc or in code (`training/ppo/train.py`) is there."""
+    tracked = {str(p.relative_to(ROOT)) for p in repo_files()}
+    bad: dict[str, set[str]] = {}
+    for path in repo_files():
+        if path.suffix in {".py", ".md", ".yaml", ".toml", ".js", ".html"} and path.parts[len(ROOT.parts)] != "tests":
+            missing = {m for m in REPO_PATH.findall(path.read_text(encoding="utf-8", errors="replace"))
+                       if m not in tracked and not (ROOT / m).exists()}
+            if missing:
+                bad[str(path.relative_to(ROOT))] = missing
+    assert not bad, f"files named but not in the repository: {bad}"
+
+
+def test_nothing_cites_files_outside_the_repository() -> None:
+    """Design notes a clone does not have are not cited; the project's own are in docs/."""
+    outside = ("ARCHITECTURE" + ".md", "STYLE" + ".md", "DEVELOPERS" + ".md")  # split: this file must not match
+    hits = {str(p.relative_to(ROOT)): [o for o in outside if o in p.read_text(encoding="utf-8", errors="replace")]
+            for p in repo_files() if p.suffix in CITING_SUFFIXES}
+    assert not {k: v for k, v in hits.items() if v}
+
+
 def test_illegal_action_messages_name_their_rule() -> None:
     from colony_env import notation
 
@@ -178,3 +256,9 @@ def test_r8_and_r9_examples() -> None:
     text = RULES.read_text(encoding="utf-8")
     block = text[text.index("```json") + len("```json"):]
     assert json.loads(block[: block.index("```")]) == s.to_dict()
+
+
+def test_readme_is_a_short_guide() -> None:
+    """The README is a user's guide of at most 250 lines; research notes and histories go to docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; move details to docs/"

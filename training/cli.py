@@ -47,6 +47,19 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
     return wrapper
 
 
+def extra_hint(extra: str) -> str:
+    """The install command of an optional extra, as it works for an installed package (not a clone)."""
+    return f'pip install "colony-rl[{extra}]"'
+
+
+def missing_extra(prog: str, extra: str, error: ImportError) -> int:
+    """Say in one line that `prog` needs the optional `extra` and how to get it; exit status 2."""
+    missing = getattr(error, "name", None) or str(error).split("'")[1 if "'" in str(error) else 0]
+    print(f"{prog}: error: this command needs the '{extra}' extra ({missing} is not installed): {extra_hint(extra)}",
+          file=sys.stderr)
+    return 2
+
+
 def _prog(main: Callable[..., int]) -> str:
     """The tool's name as it was started: `colony-eval`, or the module of `python -m ...`."""
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""

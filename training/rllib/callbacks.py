@@ -1,7 +1,7 @@
 """Self-play on RLlib: both colours map to the trained module `main`, in a share of the games one
 colour is a frozen snapshot `main_vN` (`SnapshotMapping`), added on a schedule (`SnapshotSelfPlayCallback`).
 
-Needs ray[rllib] (`pip install -e ".[rllib]"`); used by `colony-train-rllib` (selfplay.py).
+Needs ray[rllib] (`pip install "colony-rl[rllib]"`); used by `colony-train-rllib` (selfplay.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class SnapshotMapping:
 
 
 class SnapshotSelfPlayCallback(RLlibCallback):
-    """RLlib's self-play callback pattern (examples/multi_agent/utils/self_play_callback.py), on a schedule.
+    """RLlib's self-play callback pattern (rllib/examples/multi_agent/utils/self_play_callback.py in Ray's repository), on a schedule.
 
     Every `snapshot_every` iterations a frozen copy of `main` is added as `main_vN`; past
     `pool_size` the oldest is removed. Like the example it copies `main`'s weights into the new

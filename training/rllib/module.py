@@ -1,6 +1,6 @@
 """The project's `PolicyValueNet` as an RLlib RLModule (`ColonyRLModule`), and back (`export_state_dict`).
 
-Needs ray[rllib] (`pip install -e ".[rllib]"`); used by `colony-train-rllib` (selfplay.py).
+Needs ray[rllib] (`pip install "colony-rl[rllib]"`); used by `colony-train-rllib` (selfplay.py).
 """
 
 from __future__ import annotations

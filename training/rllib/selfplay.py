@@ -46,7 +46,7 @@ from ..config import ConfigError
 from ..runlog import RunDir, atomic_write_text, new_run_dir
 from .config import RESUME_KEYS, RllibConfig, load_config
 
-try:  # ray is an optional extra: `pip install -e ".[rllib]"`
+try:  # ray is an optional extra: pip install "colony-rl[rllib]" (the console script checks it first)
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
@@ -66,7 +66,7 @@ try:  # ray is an optional extra: `pip install -e ".[rllib]"`
     from .module import ColonyRLModule, net_from_module_state
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        f"the RLlib path needs ray[rllib]: pip install -e \".[rllib]\" ({_e})"
+        f"the RLlib path needs the 'rllib' extra: pip install \"colony-rl[rllib]\" ({_e})"
     ) from None
 
 RLLIB_DIR = "rllib"  # RLlib checkpoints inside a run directory
