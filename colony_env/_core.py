@@ -420,10 +420,27 @@ def _generate(a: np.ndarray, out: np.ndarray, stop_at_first: bool) -> int:
     """Write the legal non-pass actions (ascending ids) into `out`; return how many.
 
     Calls the same per-action checks as `action_code`. While connections are locked
-    (R3.5) every legal action is a normal move, so that common case is compiled
-    separately with `unlocked=False` and skips connectivity and components.
-    Displacements are tried only with an unconnected opposing satellite exactly `v`
-    cells away (R4.2).
+    (R3.5) every legal action is a normal move, so that common case skips the components
+    (`_generate_given` does not read them then).
+    """
+    if a[I_REASON] != 0:
+        return 0
+    if a[I_UNLOCKED] == 0:
+        no_int = np.empty(0, np.int64)
+        return _generate_given(a, no_int, no_int, out, stop_at_first)
+    label, size, _ = components(a[:N_CELLS])
+    return _generate_given(a, label, size, out, stop_at_first)
+
+
+@njit(cache=True)
+def _generate_given(a: np.ndarray, label: np.ndarray, size: np.ndarray, out: np.ndarray, stop_at_first: bool) -> int:
+    """`_generate` with the components of `a`'s board already known (`components`' label and
+    size; read only once connections are unlocked), for a caller that needs them anyway (the
+    observation planes, `frame.py`).
+
+    While connections are locked (R3.5) every legal action is a normal move, so that case
+    is compiled separately with `unlocked=False` and skips connectivity. Displacements are
+    tried only with an unconnected opposing satellite exactly `v` cells away (R4.2).
     """
     if a[I_REASON] != 0:
         return 0
@@ -431,10 +448,8 @@ def _generate(a: np.ndarray, out: np.ndarray, stop_at_first: bool) -> int:
     me = 1 if a[I_TO_MOVE] == 0 else -1
     touch = _contact(board, me)
     if a[I_UNLOCKED] == 0:
-        no_int = np.empty(0, np.int64)
-        return _generate_moves(board, me, False, touch, np.empty(0, np.bool_), no_int, no_int, out, stop_at_first)
+        return _generate_moves(board, me, False, touch, np.empty(0, np.bool_), label, size, out, stop_at_first)
     conn = connected_cells(board)
-    label, size, _ = components(board)
     n = _generate_moves(board, me, True, touch, conn, label, size, out, stop_at_first)
     if stop_at_first and n > 0:
         return n
@@ -463,6 +478,16 @@ def legal_into(a: np.ndarray, out: np.ndarray) -> int:
     """Write the legal action ids (ascending, R4, R8.4) into `out`; return how many. Pass
     (R4.3) only when nothing else is legal; none once the game is over."""
     n = _generate(a, out, False)
+    if n == 0 and a[I_REASON] == 0:
+        out[0] = PASS_ACTION
+        n = 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def legal_given(a: np.ndarray, label: np.ndarray, size: np.ndarray, out: np.ndarray) -> int:
+    """`legal_into` with the components of `a`'s board already known (see `_generate_given`)."""
+    n = _generate_given(a, label, size, out, False)
     if n == 0 and a[I_REASON] == 0:
         out[0] = PASS_ACTION
         n = 1

@@ -157,8 +157,8 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.env_logger import EnvLogger
 
-from . import _core
-from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, I_REASON, I_TO_MOVE, N_ACTIONS, Colour
+from . import frame
+from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, I_TO_MOVE, N_ACTIONS, Colour
 from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, new_game
 from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
@@ -181,19 +181,15 @@ ILLEGAL_ACTION = "illegal_action"  # end reason reported by `env()` after an ill
 def _observe_into(a: np.ndarray, colour: int, transposed: bool, planes: np.ndarray, mask: np.ndarray) -> None:
     """`colour`'s view of packed state `a` in one compiled call: its planes, channels last, into
     `planes[10, 10, C]` and its legal ids (its frame) as 1s into the clear `mask`; none unless
-    it is to move in a live game. Engine kernels only: legality is `_core.legal_into`'s."""
+    it is to move in a live game (`frame.observe_into`: the engine's legality, components once)."""
     chw = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)
-    encode_into(a, colour, transposed, chw)
+    ids = np.empty(frame.MAX_LEGAL, np.int16)
+    n = frame.observe_into(a, colour, transposed, chw, ids, True)
     for r in range(BOARD_SIZE):
         for c in range(BOARD_SIZE):
             for p in range(OBS_CHANNELS):
                 planes[r, c, p] = chw[p, r, c]
-    if a[I_REASON] != 0 or a[I_TO_MOVE] != colour:
-        return
-    ids = np.empty(_core.MAX_LEGAL, np.int16)
-    n = _core.legal_into(a, ids)
-    for j in range(n):
-        mask[TRANSPOSE_ACTIONS[ids[j]] if transposed else ids[j]] = 1
+    frame.set_bits(mask, ids, n, True)
 
 
 def env(**kwargs: Any) -> AECEnv:

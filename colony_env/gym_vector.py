@@ -48,7 +48,7 @@ learn, rewards for both, observations for the colour to move).
 
 from __future__ import annotations
 
-import sys
+import functools
 from typing import Any
 
 import gymnasium
@@ -61,18 +61,16 @@ from numba import njit
 
 from . import _core, _rng
 from .agents import RandomAgent
-from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN, Colour
+from .constants import DEFAULT_MAX_PLIES, END_REASONS, I_PLY, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, STATE_LEN, Colour
 from .engine import GameState, IllegalActionError, apply_action, check_max_plies, new_game
-from .observation import OBS_SHAPE, encode_into
+from .frame import MAX_LEGAL, BufferPool, is_listed, legal_into, observe_into, set_bits, to_frame
+from .observation import OBS_SHAPE
 from .symmetry import TRANSPOSE_ACTIONS
-from .vector import is_listed
 from .wrappers import ILLEGAL_ACTION_MODES, ILLEGAL_ACTION_REWARD, LEARNER_COLOURS, _as_policy, as_action_id
 
-MAX_LEGAL = _core.MAX_LEGAL
 PLY_LIMIT_REASON = 1 + END_REASONS.index("ply_limit")  # I_REASON code of a truncation (R6.2.4)
 ILLEGAL_ACTION = "illegal_action"  # the end reason the single env reports
 _COLOUR_NAMES = np.array([str(Colour.RED), str(Colour.BLUE)], dtype=object)
-_POOL_SIZE = 3  # mask buffers kept for reuse: the caller usually holds the last one or two
 CALLABLE_NAMES = ("action_masks", "game_state", "learner", "to_board_action", "render")
 
 
@@ -99,10 +97,7 @@ def _apply_learner(states: np.ndarray, actions: np.ndarray, play: np.ndarray, tr
     """Apply each playing slot's legal learner action, mapped to the board frame."""
     for i in range(actions.shape[0]):
         if play[i]:
-            act = actions[i]
-            if transposed[i]:
-                act = TRANSPOSE_ACTIONS[act]
-            states[i, :] = _core.apply_unchecked(states[i], act)
+            states[i, :] = _core.apply_unchecked(states[i], to_frame(actions[i], transposed[i]))
 
 
 @njit(cache=True)
@@ -116,11 +111,7 @@ def _opponent_turns(
         a = states[i]
         pending[i] = slots[i] and a[I_REASON] == 0 and a[I_TO_MOVE] != learner[i]
         if pending[i]:
-            n = _core._generate(a, legal[i], False)
-            if n == 0:
-                legal[i, 0] = PASS_ACTION
-                n = 1
-            counts[i] = n
+            counts[i] = legal_into(a, False, legal[i])
             n_pending += 1
     return n_pending
 
@@ -172,23 +163,13 @@ def _observe(
     for i in range(states.shape[0]):
         if not rows[i]:
             continue
-        a = states[i]
-        encode_into(a, learner[i], transposed[i], obs[i])
-        if over[i] or a[I_TO_MOVE] != learner[i]:
-            counts[i] = 0
-            continue
-        ids = legal[i]
-        n = _core._generate(a, ids, False)
-        if n == 0:  # R4.3
-            ids[0] = PASS_ACTION
-            n = 1
-        if transposed[i]:
-            for j in range(n):
-                ids[j] = TRANSPOSE_ACTIONS[ids[j]]
-        row = mask[i]
-        for j in range(n):
-            row[ids[j]] = True
+        n = observe_into(states[i], learner[i], transposed[i], obs[i], legal[i], not over[i])
+        set_bits(mask[i], legal[i], n, True)
         counts[i] = n
+
+
+def _new_mask(num_envs: int) -> tuple[np.ndarray]:
+    return (np.zeros((num_envs, N_ACTIONS), np.bool_),)
 
 
 # ---------------------------------------------------------------------------------
@@ -261,7 +242,7 @@ class ColonyGymVectorEnv(VectorEnv):
         self._opp_legal = np.zeros((n, MAX_LEGAL), np.int16)  # the opponent's (board frame)
         self._opp_counts = np.zeros(n, np.int32)
         self._mask: np.ndarray | None = None  # the mask handed out last (belongs to the caller)
-        self._pool: list[np.ndarray] = []  # mask buffers to recycle once the caller let go
+        self._pool = BufferPool(functools.partial(_new_mask, n))  # masks recycled once the caller let go
         self._started = False
 
     # --- Gymnasium VectorEnv API -----------------------------------------------------
@@ -460,20 +441,12 @@ class ColonyGymVectorEnv(VectorEnv):
         return state
 
     def _mask_buffer(self) -> np.ndarray:
-        """A clear bool[N, 16001] buffer: a recycled one the caller let go of, else a new one.
-        (A fresh 4 MB mask per step costs about a page fault per row; see `vector.py`.)"""
-        probe = np.empty(0)
-        holder = [probe]  # held as a pool buffer is: by a list and one local name
-        free = sys.getrefcount(probe)
-        del holder
-        for buf in self._pool:
-            if sys.getrefcount(buf) <= free:  # nothing outside the pool holds it (or a view of it)
-                buf.fill(False)  # the caller may have written into it
-                return buf
-        buf = np.zeros((self.num_envs, N_ACTIONS), np.bool_)
-        if len(self._pool) < _POOL_SIZE:
-            self._pool.append(buf)
-        return buf
+        """A clear bool[N, 16001] buffer: a recycled one the caller let go of, else a new one
+        (`frame.BufferPool`: a fresh 4 MB mask per step costs about a page fault per row)."""
+        (mask,), recycled = self._pool.take()
+        if recycled:
+            mask.fill(False)  # the caller may have written into it
+        return mask
 
     def _observe(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(planes, masks) of every slot, or only of `rows` (final observations; the rest zero)."""

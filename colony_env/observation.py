@@ -106,12 +106,21 @@ def encode_into(a: np.ndarray, colour: int, transpose: bool, out: np.ndarray) ->
     With `transpose` the planes are written in the transposed frame, cell (r, c) of the
     board at (c, r): that is blue's canonical view (`symmetry.py`).
     """
+    label, size, count = _core.components(a[:N_CELLS])
+    encode_given(a, colour, transpose, label, size, count, out)
+
+
+@njit(cache=True)
+def encode_given(
+    a: np.ndarray, colour: int, transpose: bool, label: np.ndarray, size: np.ndarray, count: int, out: np.ndarray
+) -> None:
+    """`encode_into` with the components of `a`'s board already known (`_core.components`),
+    so that planes and legal ids of one position compute them once (`frame.py`)."""
     board = a[:N_CELLS]
     me = 1 if colour == 0 else -1
     cells = _TRANSPOSED if transpose else _IDENTITY
     flat = out.reshape(OBS_CHANNELS * N_CELLS)  # plane p, cell i -> p * N_CELLS + cells[i]
     flat[: P_UNLOCKED * N_CELLS] = 0.0  # the constant planes after it are written in full below
-    label, size, count = _core.components(board)
     # Occupied cells, gathered without branching on the board (about 24 of 100).
     sats = np.empty(N_CELLS, np.int64)
     n_sats = 0

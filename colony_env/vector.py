@@ -31,21 +31,19 @@ kernels; no rule is decided here.
 
 from __future__ import annotations
 
-import sys
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
 from . import _core
-from .constants import DEFAULT_MAX_PLIES, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, PASS_ACTION, STATE_LEN
+from .constants import DEFAULT_MAX_PLIES, I_REASON, I_TO_MOVE, N_ACTIONS, N_CELLS, NOBODY, STATE_LEN
 from .engine import GameState, IllegalActionError, check_max_plies, new_game
-from .observation import OBS_SHAPE, encode_into
-from .symmetry import TRANSPOSE_ACTIONS
+from .frame import MAX_LEGAL, BufferPool, is_listed, observe_mover, set_bits, to_frame
+from .observation import OBS_SHAPE
 
-MAX_LEGAL = _core.MAX_LEGAL  # legal ids of one position never exceed this (engine bound)
 WIN, LOSS = 1.0, -1.0  # R7.4
-_POOL_SIZE = 3  # buffers kept for reuse: the caller usually holds the last one or two
 
 
 @dataclass
@@ -79,26 +77,15 @@ def _observe_batch(states: np.ndarray, obs: np.ndarray, mask: np.ndarray, legal:
 
     `legal`/`counts` belong to this mask buffer and still hold the ids whose bits it set
     last time: those bits are cleared first, so each row is touched in ~70 places, not 16 KB.
+    Games here are never over (they were reset), so every row gets at least one id.
     """
     for i in range(states.shape[0]):
-        a = states[i]
         ids = legal[i]
         row = mask[i]
-        for j in range(counts[i]):
-            row[ids[j]] = False
-        n = _core._generate(a, ids, False)
-        if n == 0:  # R4.3: only pass (games here are never over: they were reset)
-            ids[0] = PASS_ACTION
-            n = 1
-        colour = a[I_TO_MOVE]
-        blue = colour == 1
-        if blue:
-            for j in range(n):
-                ids[j] = TRANSPOSE_ACTIONS[ids[j]]
-        for j in range(n):
-            row[ids[j]] = True
+        set_bits(row, ids, counts[i], False)
+        n = observe_mover(states[i], obs[i], ids)
+        set_bits(row, ids, n, True)
         counts[i] = n
-        encode_into(a, colour, blue, obs[i])
 
 
 @njit(cache=True)
@@ -109,15 +96,6 @@ def _padded_ids(legal: np.ndarray, counts: np.ndarray) -> np.ndarray:
     for i in range(legal.shape[0]):
         out[i, : counts[i]] = legal[i, : counts[i]]
     return out
-
-
-@njit(cache=True, inline="always")
-def is_listed(row: np.ndarray, count: int, action: int) -> bool:
-    """Whether `action` is among the first `count` ids of a legal-id row."""
-    for j in range(count):
-        if row[j] == action:
-            return True
-    return False
 
 
 @njit(cache=True)
@@ -136,10 +114,7 @@ def _apply_batch(
     """Apply each game's (legal, canonical) action; record rewards and end reasons."""
     for i in range(actions.shape[0]):
         a = states[i]
-        act = actions[i]
-        if a[I_TO_MOVE] == 1:
-            act = TRANSPOSE_ACTIONS[act]
-        new = _core.apply_unchecked(a, act)
+        new = _core.apply_unchecked(a, to_frame(actions[i], a[I_TO_MOVE] == 1))
         states[i, :] = new
         reason = new[I_REASON]
         reasons[i] = reason
@@ -149,6 +124,17 @@ def _apply_batch(
             if w != NOBODY:
                 rewards[i, w] = WIN
                 rewards[i, 1 - w] = LOSS
+
+
+def _new_buffers(num_envs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(obs, mask, legal ids, counts) of one step; `_observe_batch` overwrites every plane,
+    and in a recycled mask clears only the bits it set (listed in its legal ids and counts)."""
+    return (
+        np.empty((num_envs, *OBS_SHAPE), np.float32),
+        np.zeros((num_envs, N_ACTIONS), np.bool_),  # clean once; later only set bits are cleared
+        np.zeros((num_envs, MAX_LEGAL), np.int16),
+        np.zeros(num_envs, np.int32),
+    )
 
 
 # ---------------------------------------------------------------------------------
@@ -179,9 +165,8 @@ class ColonyVectorEnv:
         self._all_rows = np.arange(self.num_envs, dtype=np.int64)
         self._seed = 0
         self._started = False
-        # Recycled (obs, mask, legal ids, counts) buffers: a fresh 6 MB allocation per step
-        # costs page faults worth ~15% of a step, so buffers the caller has let go of are reused.
-        self._pool: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # Recycled (obs, mask, legal ids, counts) buffers, free once the caller let go of obs and mask.
+        self._pool = BufferPool(functools.partial(_new_buffers, self.num_envs), watched=(0, 1))
         self.reset(seed)
 
     # --- properties -----------------------------------------------------------------
@@ -266,31 +251,8 @@ class ColonyVectorEnv:
         self._games[i] += 1
         self._states[i] = new_game(self._rngs[i], self.max_plies)._a
 
-    @staticmethod
-    def _refs(entry: tuple[np.ndarray, ...]) -> tuple[int, int]:
-        return sys.getrefcount(entry[0]), sys.getrefcount(entry[1])
-
-    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(obs, mask, legal ids, counts) buffers whose obs and mask nobody outside the pool references."""
-        # The reference count of arrays held by nothing but a tuple, measured through the
-        # same call (so it holds whatever the interpreter's counting conventions are).
-        free = self._refs((np.empty(0), np.empty(0)))
-        for entry in self._pool:
-            # As free as the probe: the caller dropped every VecObs, view and tensor on them.
-            if self._refs(entry) <= free:
-                return entry  # `_observe_batch` overwrites every plane and mask row
-        entry = (
-            np.empty((self.num_envs, *OBS_SHAPE), np.float32),
-            np.zeros((self.num_envs, N_ACTIONS), np.bool_),  # clean once; later only set bits are cleared
-            np.zeros((self.num_envs, MAX_LEGAL), np.int16),
-            np.zeros(self.num_envs, np.int32),
-        )
-        if len(self._pool) < _POOL_SIZE:
-            self._pool.append(entry)
-        return entry
-
     def _observe(self) -> VecObs:
-        obs, mask, legal, counts = self._buffers()
+        (obs, mask, legal, counts), _recycled = self._pool.take()
         _observe_batch(self._states, obs, mask, legal, counts)
         self._legal, self._counts = legal, counts  # what `step` checks actions against
         ids = _padded_ids(legal, counts)
@@ -304,7 +266,7 @@ class ColonyVectorEnv:
         from .engine import apply_action
 
         state = self.state(i)
-        board_action = int(TRANSPOSE_ACTIONS[action]) if state.to_move == 1 else action
+        board_action = int(to_frame(action, state.to_move == 1))
         try:
             apply_action(state, board_action)
         except IllegalActionError as exc:

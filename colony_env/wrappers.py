@@ -44,9 +44,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from . import frame
 from .constants import DEFAULT_MAX_PLIES, N_ACTIONS, Colour
-from .engine import GameState, IllegalActionError, apply_action, check_max_plies, legal_action_mask, new_game
-from .observation import OBS_SHAPE, encode_into
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, new_game
+from .observation import OBS_SHAPE
 from .registration import GYMNASIUM_ID
 from .symmetry import ACTION_MAP, CANONICAL_SYMMETRY, TRANSPOSE
 
@@ -159,6 +160,7 @@ class ColonySingleAgentEnv(gymnasium.Env):
         self.learner: Colour = Colour.RED
         self._state: GameState | None = None
         self._mask: np.ndarray | None = None  # the learner's mask of the current position, built once
+        self._ids = np.zeros(frame.MAX_LEGAL, np.int16)  # scratch: the learner's legal ids (its frame)
         self._episode_over = False  # the game is over, or the learner lost on an illegal action
         self._viewer = None
 
@@ -174,9 +176,18 @@ class ColonySingleAgentEnv(gymnasium.Env):
         return CANONICAL_SYMMETRY[self.learner] if self.canonical else 0
 
     def _observation(self) -> np.ndarray:
+        """The learner's planes; the mask of the position too when it is not built yet (one pass)."""
         out = np.empty(OBS_SHAPE, np.float32)
-        encode_into(self.game_state._a, int(self.learner), self._sym() == TRANSPOSE, out)
+        build_mask = self._mask is None and not self._episode_over
+        n = frame.observe_into(self.game_state._a, int(self.learner), self._sym() == TRANSPOSE, out, self._ids, build_mask)
+        if build_mask:
+            self._mask = self._mask_of(n)
         return out
+
+    def _mask_of(self, n: int) -> np.ndarray:
+        mask = np.zeros(N_ACTIONS, np.bool_)
+        mask[self._ids[:n]] = True
+        return mask
 
     def action_masks(self) -> np.ndarray:
         """bool[16001]: the learner's legal actions in the frame of its actions (what
@@ -186,8 +197,7 @@ class ColonySingleAgentEnv(gymnasium.Env):
             if self._episode_over or state.to_move != self.learner:
                 self._mask = np.zeros(N_ACTIONS, np.bool_)
             else:
-                mask = legal_action_mask(state)
-                self._mask = mask[ACTION_MAP[TRANSPOSE]] if self._sym() == TRANSPOSE else mask
+                self._mask = self._mask_of(frame.legal_into(state._a, self._sym() == TRANSPOSE, self._ids))
         return self._mask.copy()
 
     def to_board_action(self, action: int) -> int:

@@ -6,15 +6,17 @@ evaluates all new leaves of all trees in ONE network call, and `expand_backup` s
 priors and backs the values up. The tree walk never leaves compiled code; only the forward
 pass happens in Python. Nodes are created on the walk; a node is *expanded* (children and
 priors known) once its evaluation came back. Children are per-node lists of the legal
-actions (about 70 of 16,001), kept in a per-tree pool.
+actions (about 70 of 16,001), kept in a per-tree pool as *canonical* ids of the colour to move
+at the node (`frame.py`: blue's transposed), the ids the network scores; only the move the
+walk takes is mapped back to the board frame, when its child is created.
 
 Values are stored from red's point of view (`wred` sums red values over a node's visits);
 the player choosing at a node is the colour to move there, which during grace (R6.3) may
 be the same colour several times in a row, so signs are taken from the state, never from
 the depth.
 
-No rule is written here: children are `_core._generate`'s legal actions and states come
-from `_core.apply_unchecked`.
+No rule is written here: children are the engine's legal actions (`frame.observe_mover`) and
+states come from `_core.apply_unchecked`.
 """
 
 from __future__ import annotations
@@ -25,9 +27,8 @@ import numpy as np
 from numba import njit
 
 from .. import _core
-from ..constants import I_REASON, I_TO_MOVE, PASS_ACTION
-from ..observation import encode_into
-from ..symmetry import TRANSPOSE_ACTIONS
+from ..constants import I_REASON, I_TO_MOVE
+from ..frame import observe_mover, to_frame
 from ._search import red_value
 
 ROOT_PUCT = 0
@@ -268,7 +269,8 @@ def select_leaves(
             if child < 0:
                 child = n_nodes[b]
                 n_nodes[b] += 1
-                node_state[b, child] = _core.apply_unchecked(node_state[b, node], pool_action[b, slot])
+                parent = node_state[b, node]  # the chosen move, canonical -> board (its own inverse)
+                node_state[b, child] = _core.apply_unchecked(parent, to_frame(pool_action[b, slot], parent[I_TO_MOVE] == 1))
                 node_visits[b, child] = 0
                 node_wred[b, child] = 0.0
                 node_raw[b, child] = 0.0
@@ -303,17 +305,7 @@ def leaf_inputs(
             continue
         eval_index[b] = k
         states[k] = a
-        row = ids[k]
-        n = _core._generate(a, row, False)
-        if n == 0:  # R4.3: a forced pass
-            row[0] = PASS_ACTION
-            n = 1
-        colour = a[I_TO_MOVE]
-        if colour == 1:
-            for j in range(n):
-                row[j] = TRANSPOSE_ACTIONS[row[j]]
-        counts[k] = n
-        encode_into(a, colour, colour == 1, obs[k])
+        counts[k] = observe_mover(a, obs[k], ids[k])  # a forced pass is listed alone (R4.3)
         k += 1
     return k
 
@@ -326,7 +318,8 @@ def expand_backup(
     node_first: np.ndarray, node_nkids: np.ndarray,
     pool_action: np.ndarray, pool_logit: np.ndarray, pool_child: np.ndarray, pool_n: np.ndarray,
 ) -> None:
-    """Expand each evaluated leaf with its legal actions (board frame) and log-priors; back up.
+    """Expand each evaluated leaf with its legal actions (canonical ids, as `leaf_inputs` listed
+    them) and log-priors; back up.
 
     `values[k]` is the network's value for the colour to move at leaf k; a terminal leaf is
     backed up with its exact result (R7). Every node on the path gains one visit and the red
@@ -345,10 +338,7 @@ def expand_backup(
             start = pool_n[b]
             n = counts[k]
             for j in range(n):
-                act = ids[k, j]
-                if colour == 1:
-                    act = TRANSPOSE_ACTIONS[act]
-                pool_action[b, start + j] = act
+                pool_action[b, start + j] = ids[k, j]
                 pool_logit[b, start + j] = log_priors[k, j]
                 pool_child[b, start + j] = NO_NODE
             node_first[b, node] = start
@@ -390,7 +380,7 @@ def root_children(
     node_first: np.ndarray, node_nkids: np.ndarray, pool_action: np.ndarray, pool_logit: np.ndarray,
     pool_child: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(actions, log-priors, visits, mean value for the root's mover) of tree b's root children."""
+    """(canonical actions, log-priors, visits, mean value for the root's mover) of tree b's root children."""
     base = node_first[b, 0]
     n = node_nkids[b, 0]
     sgn = _sign(node_state[b, 0, I_TO_MOVE])

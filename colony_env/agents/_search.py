@@ -1,7 +1,7 @@
 """Compiled kernels of the engine-level agents: UCT search with random rollouts, greedy scoring.
 
 Everything here runs on the packed state vector (`constants.py`) and calls only the
-engine's own kernels (`_core._generate`, `_core.apply_unchecked`, `_core.winner`,
+engine's own kernels (`frame.legal_into`'s legal ids, `_core.apply_unchecked`, `_core.winner`,
 `_core.colony_table`), so no rule is re-implemented: legality is whatever the engine
 generates. Randomness comes from numba's internal generator, seeded once per call from
 the caller's `numpy.random.Generator`, so a search is reproducible from that generator.
@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from .. import _core
+from ..frame import legal_into
 from ..constants import (
     DISPLACEMENT_BASE,
     I_MAX_PLIES,
@@ -75,7 +76,8 @@ def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.nda
     or on a satellite are rejected at once; other moves go through the engine's move check
     (`_core._move_code`, with the contact map computed once per call), connection moves
     and displacements through `_core.action_code`. After `SAMPLE_TRIES`
-    rejections it falls back to `_core._generate` (which also finds a forced pass, R4.3).
+    rejections it falls back to listing the legal ids (`frame.legal_into`, which also finds a
+    forced pass, R4.3).
     Either way each legal action has the same probability, so rollouts play exactly
     like uniform random play, at about twice the speed of generating every action.
     `sats`, `cands` and `buf` are scratch arrays (12, 96 and MAX_LEGAL long).
@@ -132,8 +134,10 @@ def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.nda
                 action = DISPLACEMENT_BASE + MAX_PUSH * (N_DIRECTIONS * sd + rem // MAX_PUSH) + rem % MAX_PUSH
             if _core.action_code(a, action) == _core.OK:
                 return action
-    n = _core._generate(a, buf, False)
-    return PASS_ACTION if n == 0 else buf[np.random.randint(n)]
+    n = legal_into(a, False, buf)
+    if buf[0] == PASS_ACTION:  # R4.3: pass is legal only alone; no draw, as before a pass
+        return PASS_ACTION
+    return buf[np.random.randint(n)]
 
 
 @njit(cache=True)
@@ -284,10 +288,7 @@ def _tree_search(
                     for i in range(n):
                         buf[i] = root_actions[i]
                 else:
-                    n = _core._generate(states[node], buf, False)
-                    if n == 0:
-                        buf[0] = PASS_ACTION  # R4.3
-                        n = 1
+                    n = legal_into(states[node], False, buf)  # pass alone when nothing else (R4.3)
                     for i in range(n - 1, 0, -1):
                         j = np.random.randint(i + 1)
                         t = buf[i]
@@ -460,10 +461,7 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
             continue
         threat = 0.0
         if after[I_TO_MOVE] != p:
-            n = _core._generate(after, buf, False)
-            if n == 0:
-                reply = _core.apply_unchecked(after, PASS_ACTION)
-                threat = max(threat, q - _quick(reply, p))
+            n = legal_into(after, False, buf)  # a forced pass (R4.3) is tried too: it can end the game
             for j in range(n):
                 if _is_quiet(after, buf[j]):
                     continue

@@ -31,16 +31,18 @@ from typing import Protocol
 
 import numpy as np
 
+from .. import _core
 from ..constants import I_REASON, I_TO_MOVE, STATE_LEN
 from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
+from ..symmetry import TRANSPOSE_ACTIONS, canonical_action_to_board
 from . import _az
 from ._search import rollout_mover_means
 from .base import Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
 POOL_PER_NODE = 80  # initial room for children per node (a typical position has ~70 legal actions)
-MAX_LEGAL = _az._core.MAX_LEGAL
+MAX_LEGAL = _core.MAX_LEGAL
 
 
 class LeafEvaluator(Protocol):
@@ -122,16 +124,24 @@ class SearchConfig:
 
 @dataclass
 class SearchResult:
-    """One root after the search. Arrays are over the root's legal actions (board frame)."""
+    """One root after the search. Arrays are over the root's legal actions, in the engine's order
+    (ascending board ids), as the tree keeps them: canonical ids of the root's mover."""
 
-    actions: np.ndarray  # int64[n] legal action ids
+    canonical_actions: np.ndarray  # int64[n] legal ids in the mover's canonical frame (symmetry.py)
     prior: np.ndarray  # float64[n] the network's prior
     visits: np.ndarray  # int64[n]
     q: np.ndarray  # float64[n] mean value of each visited child for the root's mover (0 if unvisited)
     policy: np.ndarray  # float64[n] the improved policy (training target)
-    action: int  # the action chosen
+    action: int  # the action chosen, board frame
     value: float  # the root's search value for the mover (mean over the root's visits)
     raw_value: float  # the network's value of the root for the mover
+    colour: int  # the root's mover: 0 red, 1 blue
+    next_state: GameState  # the position after `action`, taken from the tree (it was legal: no re-check)
+
+    @property
+    def actions(self) -> np.ndarray:
+        """int64[n] the same legal actions in the board frame (mapped when asked)."""
+        return canonical_action_to_board(self.canonical_actions, self.colour)
 
 
 class BatchedSearch:
@@ -240,13 +250,14 @@ class BatchedSearch:
         cfg = self.config
         actions, logits, visits, q = _az.root_children(b, node_state, node_visits, node_wred, node_first,
                                                        node_nkids, pool_action, pool_logit, pool_child)
-        sign = 1.0 if int(node_state[b, 0, I_TO_MOVE]) == 0 else -1.0
+        colour = int(node_state[b, 0, I_TO_MOVE])
+        sign = 1.0 if colour == 0 else -1.0
         value = sign * node_wred[b, 0] / node_visits[b, 0]
         raw = sign * node_raw[b, 0]
         prior = np.exp(logits)
         if len(actions) == 1:
             policy = np.ones(1)
-            action = int(actions[0])
+            pick = 0
         elif cfg.root == "gumbel":
             sigma = _az.completed_q(b, 0, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
                                     pool_logit, pool_child, cfg.c_visit, cfg.c_scale, cfg.rescale_q)
@@ -256,12 +267,17 @@ class BatchedSearch:
             scores = _az.gumbel_scores(b, int(visits.max()), node_state, node_visits, node_wred, node_raw,
                                        node_first, node_nkids, pool_logit, pool_child, root_gumbel,
                                        cfg.c_visit, cfg.c_scale, cfg.rescale_q)
-            action = int(actions[int(np.argmax(scores))])
+            pick = int(np.argmax(scores))
         else:
             policy = visits / visits.sum()
             best = np.flatnonzero(visits == visits.max())
-            action = int(actions[best[int(np.argmax(q[best]))]])
-        return SearchResult(actions, prior, visits, q, policy, action, float(value), float(raw))
+            pick = int(best[int(np.argmax(q[best]))])
+        action = int(TRANSPOSE_ACTIONS[actions[pick]] if colour == 1 else actions[pick])  # the one id mapped back
+        child = int(pool_child[b, node_first[b, 0] + pick])
+        # The chosen child was visited (a forced move was not searched): its state is in the tree.
+        after = node_state[b, child] if child >= 0 else _core.apply_unchecked(node_state[b, 0], action)
+        return SearchResult(actions, prior, visits, q, policy, action, float(value), float(raw), colour,
+                            GameState.from_array(after))
 
 
 class AZAgent(Agent):

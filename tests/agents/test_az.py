@@ -97,6 +97,22 @@ def test_search_statistics_are_consistent(root):
         assert r.visits[list(r.actions).index(r.action)] == r.visits.max()
 
 
+@pytest.mark.parametrize("root", ["gumbel", "puct"])
+def test_result_keeps_the_trees_canonical_ids_and_the_position_after_the_move(root):
+    """Issue 29: the tree holds canonical ids of the root's mover (what the network scored and
+    self-play stores); only the chosen move is in the board frame, and the next position is the
+    tree's child, equal to the engine's `apply_action`."""
+    states = [*midgame_states(6), forced_pass_state()]
+    assert {int(s.to_move) for s in states} == {0, 1}
+    results = BatchedSearch(hashed_evaluator, SearchConfig(simulations=12, root=root)).search(states, np.random.default_rng(3))
+    for s, r in zip(states, results):
+        assert r.colour == int(s.to_move)
+        np.testing.assert_array_equal(r.canonical_actions, ce.symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move))
+        np.testing.assert_array_equal(r.actions, ce.legal_actions(s))  # the engine's order, board frame
+        assert r.action in set(r.actions.tolist())
+        assert r.next_state == ce.apply_action(s, r.action)
+
+
 def test_gumbel_sequential_halving_table_matches_mctx():
     # mctx seq_halving.get_sequence_of_considered_visits(4, 10), worked by hand: log2(4) = 2 phases;
     # phase 1 gives each of the 4 int(10 / (2 * 4)) = 1 visit, phase 2 the best 2 int(10 / (2 * 2)) = 2 visits

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 import colony_env as ce
-from colony_env import symmetry
 from colony_env.agents._search import rollout_mover_means
 from colony_env.agents.az import SEED_HIGH, BatchedSearch, SearchConfig
 from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
@@ -146,14 +145,12 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
                     results[i] = r
         keep = []
         for g, r, f in zip(slots, results, is_full):
-            state = g["state"]
-            colour = int(state._a[I_TO_MOVE])
-            g["states"].append(state._a.copy())
-            g["ids"].append(symmetry.board_action_to_canonical(r.actions, colour).astype(np.int16))
+            g["states"].append(g["state"].to_array())
+            g["ids"].append(r.canonical_actions.astype(np.int16))  # the tree's own ids: no conversion
             g["probs"].append(r.policy.astype(np.float32))
             g["values"].append(r.value)
             g["full"].append(bool(f))
-            g["state"] = ce.apply_action(state, r.action)
+            g["state"] = r.next_state  # from the search tree: the move came from the legal list
             (finished if g["state"].is_over else keep).append(g)
         slots = keep
         start()
