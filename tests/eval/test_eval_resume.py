@@ -199,3 +199,29 @@ def test_resume_refuses_a_folder_without_a_run_or_with_foreign_games(tmp_path: P
     (a / "run.json").write_text(json.dumps({"format": "colony-eval-run", "version": 1, "agents": ["random"]}))
     assert ev.main(["--resume", str(a)]) == 2
     assert "field 'games' is missing or has the wrong type" in _one_line(capsys.readouterr().err)
+
+
+def test_a_resumed_batch_is_played_whole_and_keeps_its_recorded_games(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --batch B an az agent searches B games together, so a game's moves can depend on its batch:
+    a batch with a game missing is played whole again (the same batch as before), and only the missing
+    games are taken from it."""
+    full = ev.evaluate(AGENTS, games=4, seed=5, workers=1, max_plies=30, progress=False, batch=5)  # 12 games, 3 batches
+    missing = {full.games[1].key, full.games[7].key, full.games[8].key}  # in the first two batches of the job list
+    done = [g for g in full.games if g.key not in missing]
+    played: list[list[tuple[int, int, int]]] = []
+    new: list[tuple[int, int, int]] = []
+    real = ev._run_group
+
+    def run_group(jobs):
+        played.append([(j.pairing, j.setup, j.swapped) for j in jobs])
+        return real(jobs)
+
+    monkeypatch.setattr(ev, "_run_group", run_group)
+    again = ev.evaluate(AGENTS, games=4, seed=5, workers=1, max_plies=30, progress=False, batch=5, done=done,
+                        on_games=lambda games: new.extend(g.key for g in games))
+    order = [g.key for g in sorted(full.games, key=lambda g: (g.setup, g.pairing, g.swapped))]  # the job list's order
+    assert played == [order[0:5], order[5:10]]  # the third batch is complete: not played
+    assert sorted(new) == sorted(missing)
+    assert [g.key for g in again.games] == [g.key for g in full.games]
+    assert all(a is b for a, b in zip(again.games, full.games) if a.key not in missing)  # the recorded games kept
+    assert [g.actions for g in again.games] == [g.actions for g in full.games]
