@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -46,8 +47,11 @@ import colony_env as ce
 from colony_env.constants import DEFAULT_MAX_PLIES
 
 from colony_training.eval.agent_specs import SPEC_HELP, AgentSpecError, parse_agent_spec
-from colony_training.eval.records import GameRecord, RecordError, parse_records, read_records, write_records
+from colony_training.eval.records import GameRecord, RecordError, write_records
+from . import schema, store
 from . import thinker as thinking
+from .store import MAX_FILES as MAX_RECORD_FILES  # noqa: F401  (re-exported: the bound the tests check)
+from .store import RecordFile, RecordReader, RecordStore, TooLarge, read_file
 from .views import action_cells, explain_click, legal_view, position_view
 from .worker import TOP_MOVES
 
@@ -57,7 +61,8 @@ COLOURS = ("red", "blue")
 RECORD_FILE = "games.jsonl"
 RESIGNATION = "resignation"  # end_reason of a resigned game's record (not a rule: the players stopped)
 MAX_JSON_BYTES = 4 << 20  # an analysis of a whole game sends every position (~200 bytes each)
-MAX_RECORD_BYTES = 64 << 20
+MAX_DRAIN_BYTES = 1 << 30  # of a refused body, read before answering; past this the connection just closes
+MAX_ERROR_CHARS = 500
 MAX_STATES_PER_REQUEST = 5000
 MAX_TOP = 50
 MAX_PLIES_LIMIT = 10_000
@@ -66,7 +71,6 @@ SEED_HIGH = 2**62  # range of the per-move seeds drawn from a game's generator
 DEFAULT_WORKERS = 2
 DEFAULT_THINK_LIMIT = 120.0  # seconds; a fresh install compiles the search kernels on first use
 DEFAULT_MAX_GAMES = 64
-MAX_RECORD_FILES = 32  # record files kept for replay; the oldest upload is dropped beyond this
 SUGGESTED_AGENTS = ("random", "greedy", "mcts:200")
 
 
@@ -95,63 +99,68 @@ def _error(status: int, message: str) -> HTTPException:
 
 # --- request parsing -------------------------------------------------------------------
 async def _body(request: Request, limit: int) -> bytes:
+    """The body, at most `limit` bytes (a 413 beyond; `DrainBodies` reads the rest, so the client gets it)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise _error(413, f"request body of {int(declared)} bytes is over the limit of {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _error(413, f"request body is over the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _error(413, f"request body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise _error(400, "the client went away before its request body arrived") from None
     return b"".join(chunks)
 
 
-async def _json_object(request: Request, allowed: tuple[str, ...]) -> dict[str, Any]:
+async def _parsed(request: Request, body: schema.Body) -> dict[str, Any]:
+    """The request's JSON body checked against its endpoint's schema (a one-line 400 if it does not fit)."""
     raw = await _body(request, MAX_JSON_BYTES)
-    if not raw.strip():
-        return {}
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _error(400, f"request body is not valid JSON ({getattr(e, 'msg', e)}); send a JSON object") from None
-    if not isinstance(data, dict):
-        raise _error(400, f"request body must be a JSON object, got {type(data).__name__}")
-    unknown = sorted(set(data) - set(allowed))
-    if unknown:
-        raise _error(400, f"unknown field(s) {unknown}; allowed: {list(allowed)}")
-    return data
-
-
-def _int(data: dict[str, Any], key: str, default: int | None, low: int, high: int) -> int | None:
-    value = data.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _error(400, f"field {key!r} must be an integer in {low}..{high}, got {value!r}")
-    return value
-
-
-def _str(data: dict[str, Any], key: str, default: str | None = None) -> str:
-    value = data.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise _error(400, f"field {key!r} must be a non-empty string, got {value!r}")
-    return value.strip()
-
-
-def _state(value: Any, what: str = "state") -> ce.GameState:
-    try:
-        return ce.GameState.from_dict(value)
-    except (ValueError, TypeError, KeyError) as e:
-        raise _error(400, f"{what} is not a valid position (docs/rules.md R9): {e}") from None
+        return body.check(schema.parse_json(raw) if raw.strip() else {})
+    except schema.SchemaError as e:
+        raise _error(400, str(e)) from None
 
 
 def _spec(text: str, what: str) -> str:
-    """Check the syntax of an agent spec here (cheap); the worker then builds it."""
+    """Check the syntax of an agent spec here (cheap), and that a checkpoint is a readable file; the worker builds it."""
     try:
-        return parse_agent_spec(text).text
+        parsed = parse_agent_spec(text)
     except AgentSpecError as e:
         raise _error(400, f"{what}: {e}") from None
+    if parsed.kind == "checkpoint" and not _readable(parsed.path):
+        # one wording for a missing and an unreadable path: a reply never tells which files exist
+        raise _error(400, f"{what}: cannot load checkpoint {parsed.path[:200]!r}: no readable checkpoint file at that "
+                          "path (expected a .pt file written by colony-train or colony-zero)")
+    return parsed.text
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return Path(path).is_file()
+    except (OSError, ValueError):  # missing, unreadable, a folder, a name the OS refuses
+        return False
+
+
+PLAYER = schema.Str()
+NEW_GAME = schema.Body({"red": PLAYER, "blue": PLAYER, "seed": schema.Int(0, MAX_SEED, nullable=True),
+                        "max_plies": schema.Int(1, MAX_PLIES_LIMIT), "state": schema.State()})
+MOVE = schema.Body({"action": schema.Int(0, ce.N_ACTIONS - 1), "move": schema.Str(max_len=40)})
+EMPTY = schema.Body({})
+RESIGN = schema.Body({"colour": schema.Str(choices=COLOURS)}, {"colour": "field 'colour' is required: 'red' or 'blue'"})
+ANALYSER_MISSING = "field 'analyser' must be a non-empty string: an agent spec (e.g. 'zero', 'zero:az:200', 'mcts:200')"
+ANALYSE = schema.Body(
+    {"analyser": PLAYER, "state": schema.State(), "top": schema.Int(1, MAX_TOP), "seed": schema.Int(0, MAX_SEED)},
+    {"analyser": ANALYSER_MISSING, "state": "field 'state' is required: the position to analyse (docs/rules.md R9)"},
+)
+VALUES = schema.Body(
+    {"analyser": PLAYER, "states": schema.ListOf(schema.State(), 1, MAX_STATES_PER_REQUEST, "positions (docs/rules.md R9)"),
+     "game": schema.Str(max_len=64), "from": schema.Int(0, MAX_PLIES_LIMIT)},
+    {"analyser": ANALYSER_MISSING},
+)
 
 
 # --- games -----------------------------------------------------------------------------
@@ -245,23 +254,6 @@ class Game:
         return out
 
 
-@dataclass
-class RecordFile:
-    """A games.jsonl file offered for replay (uploaded or named on the command line)."""
-
-    id: str
-    name: str
-    records: list[GameRecord]
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "name": self.name,
-            "games": [{"index": i, "agents": r.agents, "result": r.result, "end_reason": r.end_reason,
-                       "plies": len(r.actions)} for i, r in enumerate(self.records)],
-        }
-
-
 def _record_paths(paths: list[Path]) -> list[Path]:
     out = []
     for p in paths:
@@ -275,22 +267,20 @@ class App:
     def __init__(self, config: WebConfig) -> None:
         self.config = config
         self.games: dict[str, Game] = {}
-        self.record_files: dict[str, RecordFile] = {}
+        self.records = RecordStore()
         self.load_errors: list[str] = []
         self.thinker: thinking.Thinker | None = None
         for path in _record_paths(config.records):
             try:
-                self._add_records(path.name, read_records(path))
+                self.records.add(read_file(path, secrets.token_hex(6)))
             except RecordError as e:
                 self.load_errors.append(str(e))
                 print(f"colony-web: warning: {e}", file=sys.stderr)
 
-    def _add_records(self, name: str, records: list[GameRecord]) -> RecordFile:
-        while len(self.record_files) >= MAX_RECORD_FILES:
-            del self.record_files[next(iter(self.record_files))]
-        rid = secrets.token_hex(6)
-        self.record_files[rid] = RecordFile(rid, name, records)
-        return self.record_files[rid]
+    def interrupt(self) -> None:
+        """The server is stopping: end the searches in flight, so their requests answer (a 503) at once."""
+        if self.thinker is not None:
+            self.thinker.interrupt()
 
     async def _think(self, job: str, bad_input_status: int, **kwargs: Any) -> Any:
         assert self.thinker is not None, "the thinker starts with the app (lifespan)"
@@ -300,6 +290,8 @@ class App:
             raise _error(504, str(e)) from None
         except thinking.WorkerCrashed as e:
             raise _error(502, str(e)) from None
+        except thinking.ThinkerClosed as e:
+            raise _error(503, str(e)) from None
         except thinking.JobFailed as e:
             raise _error(bad_input_status, str(e)) from None
 
@@ -330,27 +322,27 @@ class App:
             "spec_help": SPEC_HELP,
             "agents": [HUMAN, *SUGGESTED_AGENTS, *(f"checkpoint:{c}" for c in checkpoints)],
             "analysers": [f"checkpoint:{c}" for c in checkpoints] + [f"checkpoint:{c}:mcts:200" for c in checkpoints],
-            "records": [f.summary() for f in self.record_files.values()],
+            "records": self.records.summaries(),
             "load_errors": self.load_errors,
             "think_limit": self.config.think_limit,
             "out": str(self.config.out_dir / RECORD_FILE) if self.config.save_games else None,
         })
 
     async def new_game(self, request: Request) -> JSONResponse:
-        data = await _json_object(request, ("red", "blue", "seed", "max_plies", "state"))
+        data = await _parsed(request, NEW_GAME)
         players = {}
         for colour in COLOURS:
-            text = _str(data, colour, HUMAN)
+            text = data.get(colour, HUMAN)
             players[colour] = HUMAN if text.lower() == HUMAN else _spec(text, f"{colour} player")
-        seed = _int(data, "seed", None, 0, MAX_SEED)
+        seed = data.get("seed")
         if "state" in data:  # a set-up position instead of a seeded start (R9); it carries its own max_plies
             if "max_plies" in data:
                 raise _error(400, "send 'max_plies' or 'state', not both: a state has its own max_plies")
-            initial = _state(data["state"])
+            initial = data["state"]
             if initial.is_over:
                 raise _error(400, f"the game is over ({initial.end_reason}) in this position; nothing to play")
         else:
-            initial = ce.new_game(seed, max_plies=_int(data, "max_plies", DEFAULT_MAX_PLIES, 1, MAX_PLIES_LIMIT))
+            initial = ce.new_game(seed, max_plies=data.get("max_plies", DEFAULT_MAX_PLIES))
         for colour, spec in players.items():
             if spec != HUMAN:  # build it now (a checkpoint loads), so that a bad one is reported here
                 try:
@@ -371,7 +363,7 @@ class App:
 
     async def move(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
-        data = await _json_object(request, ("action", "move"))
+        data = await _parsed(request, MOVE)
         if game.over:
             raise _error(409, f"the game is over ({game.view()['end_reason']}); start a new game")
         if game.thinking:
@@ -382,10 +374,10 @@ class App:
         if ("action" in data) == ("move" in data):
             raise _error(400, "send exactly one of 'action' (an id 0..16000) or 'move' (notation like 'd10-d7')")
         if "action" in data:
-            action = _int(data, "action", None, 0, ce.N_ACTIONS - 1)
+            action = data["action"]
         else:
             try:
-                action = ce.parse_action(_str(data, "move"), game.state)
+                action = ce.parse_action(data["move"], game.state)
             except ValueError as e:
                 raise _error(400, str(e)) from None
         try:
@@ -415,7 +407,7 @@ class App:
 
     async def step(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
-        await _json_object(request, ())
+        await _parsed(request, EMPTY)
         if game.over:
             raise _error(409, f"the game is over ({game.view()['end_reason']}); start a new game")
         mover = str(game.state.to_move)
@@ -440,17 +432,14 @@ class App:
 
     async def undo(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
-        await _json_object(request, ())
+        await _parsed(request, EMPTY)
         game.undo()
         game.saved = None  # the game goes on; if it ends again, that ending is saved too
         return JSONResponse(game.view())
 
     async def resign(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
-        data = await _json_object(request, ("colour",))
-        colour = _str(data, "colour")
-        if colour not in COLOURS:
-            raise _error(400, f"field 'colour' must be 'red' or 'blue', got {colour!r}")
+        colour = (await _parsed(request, RESIGN))["colour"]
         if game.over:
             raise _error(409, "the game is already over")
         if game.player(colour) != HUMAN:
@@ -462,22 +451,31 @@ class App:
         return JSONResponse(game.view())
 
     async def upload_records(self, request: Request) -> JSONResponse:
-        name = request.query_params.get("name") or "uploaded.jsonl"
-        raw = await _body(request, MAX_RECORD_BYTES)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _error(400, f"{name} is not UTF-8 text; a record file is JSON lines") from None
-        try:
-            records = parse_records(text, name)
+        name = (request.query_params.get("name") or "uploaded.jsonl").strip()[:200] or "uploaded.jsonl"
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > store.MAX_UPLOAD_BYTES:
+            raise _error(413, f"{name} ({int(declared)} bytes) is over the limit of {store.MAX_UPLOAD_BYTES} bytes "
+                              "for one record file")
+        reader = RecordReader(name)
+        try:  # line by line as the text arrives: the text itself is never held
+            async for chunk in request.stream():
+                reader.feed(chunk)
+            parsed = reader.finish(secrets.token_hex(6))
+        except TooLarge as e:
+            raise _error(413, str(e)) from None
+        except ClientDisconnect:
+            raise _error(400, "the client went away before its request body arrived") from None
         except RecordError as e:
             raise _error(400, str(e)) from None
-        return JSONResponse(self._add_records(name, records).summary(), status_code=201)
+        same = self.records.same(parsed.name, parsed.digest)
+        if same is not None:  # the same file uploaded again: one entry in the menu
+            return JSONResponse(same.summary(), status_code=200)
+        return JSONResponse(self.records.add(parsed).summary(), status_code=201)
 
     def _record_file(self, rid: str) -> RecordFile:
-        f = self.record_files.get(rid)
+        f = self.records.get(rid)
         if f is None:
-            raise _error(404, f"no record file {rid!r} on this server; upload it again")
+            raise _error(404, f"no record file {rid[:40]!r} on this server; upload it again")
         return f
 
     async def get_records(self, request: Request) -> JSONResponse:
@@ -486,9 +484,9 @@ class App:
     async def get_record_game(self, request: Request) -> JSONResponse:
         f = self._record_file(request.path_params["rid"])
         n = request.path_params["n"]
-        if not 0 <= n < len(f.records):
-            raise _error(404, f"game {n} is out of range: {f.name} holds games 0..{len(f.records) - 1}")
-        rec = f.records[n]
+        if not 0 <= n < len(f):
+            raise _error(404, f"game {n} is out of range: {f.name} holds games 0..{len(f) - 1}")
+        rec = f.game(n)
         try:
             states = rec.replay()  # the engine checks every action and the stored result
         except RecordError as e:
@@ -508,38 +506,71 @@ class App:
         })
 
     async def analyse(self, request: Request) -> JSONResponse:
-        data = await _json_object(request, ("analyser", "state", "top", "seed"))
-        spec = _spec(_str(data, "analyser"), "analyser")
-        if "state" not in data:
-            raise _error(400, "field 'state' is required: the position to analyse (docs/rules.md R9)")
-        state = _state(data["state"])
+        data = await _parsed(request, ANALYSE)
+        spec = _spec(data["analyser"], "analyser")
+        state = data["state"]
         if state.is_over:
             raise _error(400, f"the game is over ({state.end_reason}) in this position: nothing to analyse")
-        top = _int(data, "top", TOP_MOVES, 1, MAX_TOP)
-        seed = _int(data, "seed", 0, 0, MAX_SEED)
+        top, seed = data.get("top", TOP_MOVES), data.get("seed", 0)
         result = await self._think("analyse", 400, spec=spec, packed=state.to_array(), top=top, seed=seed)
         return JSONResponse({"analyser": spec, "to_move": str(state.to_move), **result})
 
     async def values(self, request: Request) -> JSONResponse:
-        data = await _json_object(request, ("analyser", "states", "game", "from"))
-        spec = _spec(_str(data, "analyser"), "analyser")
+        data = await _parsed(request, VALUES)
+        spec = _spec(data["analyser"], "analyser")
         if ("states" in data) == ("game" in data):
             raise _error(400, "send exactly one of 'states' (a list of positions, docs/rules.md R9) or 'game' (a game id, with 'from': first ply)")
         if "game" in data:
-            game = self._game(_str(data, "game"))
-            first = _int(data, "from", 0, 0, len(game.states) - 1)
+            game = self._game(data["game"])
+            first = data.get("from", 0)
+            if first > len(game.states) - 1:
+                raise _error(400, f"field 'from' must be an integer in 0..{len(game.states) - 1} (a ply of this game), got {first}")
             states = [s.to_array() for s in game.states[first:first + MAX_STATES_PER_REQUEST]]
         else:
-            raw = data["states"]
-            if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_STATES_PER_REQUEST:
-                raise _error(400, f"field 'states' must be a list of 1..{MAX_STATES_PER_REQUEST} positions (docs/rules.md R9)")
-            states = [_state(s, f"states[{i}]").to_array() for i, s in enumerate(raw)]
+            if "from" in data:
+                raise _error(400, "field 'from' goes with 'game' (the first ply to evaluate), not with 'states'")
+            states = [s.to_array() for s in data["states"]]
         red = await self._think("values", 400, spec=spec, states=states)
         return JSONResponse({"analyser": spec, "red_values": red})
 
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-    return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
+    line = " ".join(str(exc.detail).split())  # one line, whatever a message quoted
+    return JSONResponse({"error": line if len(line) <= MAX_ERROR_CHARS else line[:MAX_ERROR_CHARS] + "..."},
+                        status_code=exc.status_code)
+
+
+class DrainBodies:
+    """ASGI middleware: read what is left of a request body before the response starts.
+
+    A server that answers early (a 413, a 404) and closes the connection with the client's bytes
+    still unread makes the client's system see a reset instead of the answer.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def tracked() -> dict:
+            nonlocal done
+            message = await receive()
+            if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                done = True
+            return message
+
+        async def drained_send(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                left = MAX_DRAIN_BYTES
+                while not done and left > 0:
+                    left -= len((await tracked()).get("body", b""))
+            await send(message)
+
+        await self.app(scope, tracked, drained_send)
 
 
 async def _server_error(request: Request, exc: Exception) -> JSONResponse:
@@ -577,7 +608,7 @@ def create_app(config: WebConfig | None = None) -> Starlette:
         Route("/api/values", state.values, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan,
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(DrainBodies)],
                     exception_handlers={HTTPException: _http_error, Exception: _server_error})
     app.state.colony = state
     return app

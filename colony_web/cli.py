@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
+import contextlib
 import ipaddress
+import multiprocessing as mp
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
-from colony_training.cli import console_script, missing_extra
+from colony_training.cli import INTERRUPTED_STATUS, console_script, missing_extra
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_CHECKPOINT_DIR = Path("checkpoints")
 LOOPBACK_NAMES = ("localhost",)
 MAX_WORKERS = 64
+SHUTDOWN_SECONDS = 3  # a request still waiting on a search when the server is stopped is cancelled after this
 
 
 class CliError(ValueError):
@@ -65,6 +72,9 @@ def _config(args: argparse.Namespace):
     for p in checkpoints:
         if not p.is_file():
             raise CliError(f"--checkpoint {str(p)!r} is not a file (expected a .pt file written by colony-train)")
+    for p, why in zip(checkpoints, check_checkpoints(checkpoints)):
+        if why is not None:
+            raise CliError(f"--checkpoint: {why}")
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {str(args.out)!r} exists and is not a folder")
     config = WebConfig(out_dir=args.out, records=list(args.records), checkpoints=list(checkpoints),
@@ -80,11 +90,67 @@ def _config(args: argparse.Namespace):
     return config
 
 
+def check_checkpoints(paths: list[Path]) -> list[str | None]:
+    """Load each checkpoint as an agent, as every tool does with a checkpoint spec, in a process of its
+    own (torch stays out of the server's process): None for one that loads, else why not."""
+    if not paths:
+        return []
+    from . import worker
+
+    with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        return pool.submit(worker.check_checkpoints, [str(p) for p in paths]).result()
+
+
+def serve(app: Any, host: str, port: int) -> int | None:
+    """Serve `app` until the server is stopped; the signal that stopped it (Ctrl+C, SIGTERM), or None."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            self.stopped_by = self.stopped_by or sig
+            super().handle_exit(sig, frame)
+            colony = getattr(app.state, "colony", None)
+            if colony is not None:  # searches in flight end now, so no request is left to cancel
+                colony.interrupt()
+
+        @contextlib.contextmanager
+        def capture_signals(self):  # uvicorn's, less raising the signal again once it has shut down
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                   timeout_graceful_shutdown=SHUTDOWN_SECONDS))
+    server.run()
+    return server.stopped_by
+
+
+def _interrupted() -> int:
+    print("colony-web: interrupted", file=sys.stderr, flush=True)
+    return INTERRUPTED_STATUS
+
+
 @console_script
 def main(argv: list[str] | None = None) -> int:
+    """`colony-web`: 0 when the server ends by itself, 2 for a bad option, 130 when stopped (Ctrl+C, SIGTERM)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before or after serving (a SIGTERM while starting is one too)
+        return _interrupted()
+
+
+def _main(argv: list[str] | None) -> int:
     try:  # before the arguments, so that even --help says what is missing
         import starlette  # noqa: F401
-        import uvicorn
+        import uvicorn  # noqa: F401
     except ImportError as e:
         return missing_extra("colony-web", "web", e)
     args = build_parser().parse_args(argv)
@@ -101,5 +167,6 @@ def main(argv: list[str] | None = None) -> int:
               "mean to share it.", file=sys.stderr)
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"colony-web: open http://{host}:{args.port}/ (Ctrl+C stops the server)", flush=True)
-    uvicorn.run(create_app(config), host=args.host, port=args.port, log_level="warning")
+    if serve(create_app(config), args.host, args.port) is not None:
+        return _interrupted()
     return 0

@@ -30,6 +30,10 @@ class WorkerCrashed(RuntimeError):
     """A worker process died during a job; it was replaced."""
 
 
+class ThinkerClosed(RuntimeError):
+    """The server is shutting down: the job was stopped, or not started."""
+
+
 class JobFailed(ValueError):
     """The job itself failed (bad spec, unreadable checkpoint, ...); the message is one line."""
 
@@ -90,6 +94,7 @@ class Thinker:
         self._ctx = mp.get_context(START_METHOD)
         self._workers = [_Worker(self._ctx) for _ in range(workers)]
         self._idle: asyncio.Queue[_Worker] | None = None
+        self.closing = False
 
     def _queue(self) -> asyncio.Queue:
         if self._idle is None:  # made in the running loop, on first use
@@ -106,6 +111,8 @@ class Thinker:
 
     async def run(self, name: str, time_limit: float | None = None, **kwargs: Any) -> Any:
         limit = self.time_limit if time_limit is None else time_limit
+        if self.closing:
+            raise ThinkerClosed("the server is shutting down")
         idle = self._queue()
         worker = await idle.get()
         loop = asyncio.get_running_loop()
@@ -121,6 +128,8 @@ class Thinker:
                 worker = self._replace(worker)
                 raise
             except (EOFError, OSError):
+                if self.closing:  # `interrupt` ended it: no replacement, the server is going away
+                    raise ThinkerClosed("the server is shutting down; the search was stopped") from None
                 worker = self._replace(worker)
                 raise WorkerCrashed("the thinking process died during the job; it was restarted") from None
             if answer is None:
@@ -132,6 +141,14 @@ class Thinker:
         if status == "error":
             raise JobFailed(value)
         return value
+
+    def interrupt(self) -> None:
+        """Stop every job now, as the server begins to shut down (safe in a signal handler: it only
+        sends SIGTERM): their requests end at once with `ThinkerClosed` instead of being cancelled."""
+        self.closing = True
+        for w in self._workers:
+            if w.process.is_alive():
+                w.process.terminate()
 
     def close(self) -> None:
         for w in self._workers:

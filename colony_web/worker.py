@@ -77,6 +77,19 @@ def check_spec(spec: str) -> str:
     return str(getattr(_agent(spec), "name", spec))
 
 
+def check_checkpoints(paths: list[str]) -> list[str | None]:
+    """Why each checkpoint does not load as an agent (None for one that does): `colony-web` checks its
+    `--checkpoint` files at start, in a process of its own, as every tool loads a checkpoint spec."""
+    out: list[str | None] = []
+    for path in paths:
+        try:
+            make_agent(f"checkpoint:{path}")
+            out.append(None)
+        except AgentSpecError as e:
+            out.append(str(e))
+    return out
+
+
 def act(spec: str, packed: np.ndarray, seed: int) -> int:
     """The move of `spec`'s agent in the position, with a generator seeded by the game."""
     return int(_agent(spec).act(_state(packed), np.random.default_rng(seed)))

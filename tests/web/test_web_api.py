@@ -223,7 +223,7 @@ def test_agent_past_the_time_limit_is_stopped_and_the_server_goes_on(out_dir):
         (json.dumps({"red": "random", "colour": "x"}).encode(), "unknown field(s) ['colour']"),
         (json.dumps({"red": "mcts:lots"}).encode(), "red player: MCTS spec 'mcts:lots'"),
         (json.dumps({"blue": "alphago"}).encode(), "unknown agent spec 'alphago'; allowed agent specs"),
-        (json.dumps({"red": "checkpoint:/no/such.pt"}).encode(), "checkpoint file not found"),
+        (json.dumps({"red": "checkpoint:/no/such.pt"}).encode(), "cannot load checkpoint '/no/such.pt': no readable checkpoint file at that path"),
         (json.dumps({"seed": -1}).encode(), "field 'seed' must be an integer"),
         (json.dumps({"seed": "7"}).encode(), "field 'seed' must be an integer"),
         (json.dumps({"max_plies": 0}).encode(), "field 'max_plies' must be an integer in 1..10000"),
@@ -428,10 +428,8 @@ def test_legal_view_marks_connection_moves_and_displacements():
 
 # --- command line -------------------------------------------------------------------
 def test_cli_warns_when_bound_beyond_this_machine(monkeypatch, tmp_path, capsys):
-    import uvicorn
-
     served = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, host, port, **kw: served.update(host=host, port=port))
+    monkeypatch.setattr(cli, "serve", lambda app, host, port: served.update(host=host, port=port))
     assert cli.main(["--host", "0.0.0.0", "--port", "9999", "--out", str(tmp_path / "o"), "--checkpoint", str(CHECKPOINT)]) == 0
     err = capsys.readouterr().err
     assert served == {"host": "0.0.0.0", "port": 9999} and "warning: bound to 0.0.0.0" in err
@@ -471,3 +469,28 @@ def test_network_guided_search_analysis_reports_visits(client):
     assert a["search"]["simulations"] == 8 and a["policy"] is not None and a["value"] is not None
     legal = {int(x) for x in ce.legal_actions(state)}
     assert all(m["action"] in legal and m["visits"] >= 1 for m in a["search"]["moves"])
+
+
+def test_records_held_are_bounded_in_games_and_bytes(client, monkeypatch):
+    from colony_web import store
+
+    text = "".join(json.dumps(r.to_json()) + "\n" for r in recorded_games(3, max_plies=6))
+    monkeypatch.setattr(store, "MAX_HELD_GAMES", 7)
+    first, second = (upload(client, text, f"g{i}.jsonl").json()["id"] for i in range(2))
+    third = upload(client, text + text[: text.index("\n") + 1], "g2.jsonl")  # 4 games: the oldest file goes
+    assert third.status_code == 201 and client.app.state.colony.records.held_games <= 7
+    assert "upload it again" in error_of(client.get(f"/api/records/{first}"), 404)
+    assert client.get(f"/api/records/{second}").status_code == 200
+    assert "holds more than 7 games" in error_of(upload(client, text * 3, "big.jsonl"), 413)
+    monkeypatch.setattr(store, "MAX_HELD_BYTES", 5000)
+    assert "over the limit of 5000 bytes" in error_of(upload(client, text * 2, "wide.jsonl"), 413)
+    monkeypatch.setattr(store, "MAX_UPLOAD_BYTES", 100)
+    assert "over the limit of 100 bytes for one record file" in error_of(upload(client, text, "long.jsonl"), 413)
+
+
+def test_the_same_record_file_uploaded_twice_is_held_once(client):
+    text = json.dumps(recorded_games(1, max_plies=4)[0].to_json())
+    a = upload(client, text, "twice.jsonl")
+    b = upload(client, text, "twice.jsonl")
+    assert (a.status_code, b.status_code) == (201, 200) and a.json()["id"] == b.json()["id"]
+    assert [f["name"] for f in client.get("/api/info").json()["records"]].count("twice.jsonl") == 1
