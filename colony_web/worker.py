@@ -7,7 +7,7 @@ Agents and analysers are built once per spec and kept (a checkpoint loads once).
 
 Analysis of a spec:
 * `checkpoint:PATH...`: the policy's probabilities over the legal actions and its value
-  (the mover's expected return), from `colony_training.checkpoint.load_policy_agent(...).policy(state)`;
+  (the mover's expected return), from `colony_training.agents.load_policy_agent(...).policy(state)`;
   a network trained with reward shaping learns V - Phi, so Phi is added back as in training
   (training/ppo/shaping.py);
 * any spec whose agent searches (`mcts:N`, `checkpoint:PATH:mcts:N`, ...): the root's
@@ -16,7 +16,6 @@ Analysis of a spec:
 
 from __future__ import annotations
 
-import importlib
 from collections import OrderedDict
 from typing import Any
 
@@ -27,8 +26,6 @@ import colony_env as ce
 from colony_training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from .views import action_cells
 
-CHECKPOINT_MODULE = "colony_training.checkpoint"  # imported on first use: it pulls in torch
-SHAPING_MODULE = "colony_training.ppo.shaping"
 CACHE_SIZE = 8  # agents and analysers kept per worker process
 TOP_MOVES = 8  # default number of moves listed by an analysis
 
@@ -107,10 +104,11 @@ class Analyser:
         self.policy = None
         self.shaping_scale = 0.0
         if parsed.kind == "checkpoint":
-            checkpoints = importlib.import_module(CHECKPOINT_MODULE)
-            self.policy = checkpoints.load_policy_agent(parsed.path)
+            from colony_training import agents, checkpoint  # imported on first use: they pull in torch
+
+            self.policy = agents.load_policy_agent(parsed.path)
             # with reward shaping the value head learns V - Phi (training/ppo/shaping.py); V is head + Phi
-            self.shaping_scale = float(checkpoints.read_checkpoint(parsed.path)["config"].get("shaping_scale") or 0.0)
+            self.shaping_scale = float(checkpoint.read_checkpoint(parsed.path)["config"].get("shaping_scale") or 0.0)
         inner = getattr(agent, "inner", agent)  # agent_specs wraps loaded agents under the spec's name
         # MCTSAgent.mcts_search gives the root's children; AZAgent.analyse the root's statistics
         self.searcher = inner if any(callable(getattr(inner, m, None)) for m in ("mcts_search", "analyse")) else None
@@ -125,7 +123,7 @@ class Analyser:
         head = float(self.policy.policy(state)[2])
         potential = 0.0
         if self.shaping_scale:
-            shaping = importlib.import_module(SHAPING_MODULE)
+            from colony_training.ppo import shaping
             potential = float(shaping.mover_potential(state.to_array()[None], self.shaping_scale)[0])
         return min(1.0, max(-1.0, head + potential)), head
 

@@ -29,7 +29,8 @@ import colony_env as ce
 from colony_env import observation
 from colony_env.agents import MCTSAgent
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
-from colony_training.checkpoint import load_policy_agent, save_checkpoint
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import save_checkpoint
 from colony_training.eval.evaluate import evaluate
 from colony_training.model import PolicyValueNet
 

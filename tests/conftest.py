@@ -2,7 +2,7 @@
 
 Tests are grouped by concern, one folder each (docs/development.md says which is which):
 `engine/` (rules R1-R9, the compiled kernels), `envs/` (PettingZoo, Gymnasium, the self-play vector
-env, rendering), `agents/` (search, network agents, checkpoints), `ppo/`, `zero/`, `eval/`,
+env, rendering), `agents/` (search, network agents, checkpoints), `ppo/`, `zero/`, `distill/`, `eval/`,
 `common/` (configs, run directories), `cluster/` (Ray on loopback), `integrations/` (SB3, RLlib,
 TorchRL, OpenSpiel), `web/`; the tests of the repository as a whole (docs, import graph,
 packaging) stay at the top. `helpers.py` holds the helpers they share (ASCII positions, random

@@ -157,3 +157,77 @@ def test_training_never_imports_the_web_app() -> None:
     graph = import_graph()
     offenders = {m: sorted(t for t in ts if t.startswith("colony_web")) for m, ts in graph.items() if m.startswith("colony_training")}
     assert not {m: ts for m, ts in offenders.items() if ts}
+
+
+def _source_files(*folders: str) -> list[Path]:
+    return [p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))]
+
+
+def _imports_by_string(tree: ast.AST) -> list[int]:
+    """Lines of `tree` that import importlib or call `import_module` / `__import__`."""
+    lines = []
+    for node in ast.walk(tree):
+        named = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+        if isinstance(node, ast.ImportFrom) and node.module == "importlib":
+            named = ["importlib"]
+        called = isinstance(node, ast.Call) and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            or (isinstance(node.func, ast.Name) and node.func.id in ("__import__", "import_module"))
+        )
+        if called or any(n == "importlib" or n.startswith("importlib.") for n in named):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_import_by_string() -> None:
+    """Every edge is an import statement the graph above sees: no `importlib.import_module` /
+    `__import__` in the toolkit or the web app (issue 29: agent_specs and the web worker loaded
+    the network agents by string)."""
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path in _source_files(FOLDERS["colony_training"], FOLDERS["colony_web"])
+                 for line in _imports_by_string(ast.parse(path.read_text(), str(path)))]
+    assert offenders == []
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module `start` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+@pytest.mark.parametrize("package", ["colony_training.zero", "colony_training.eval", "colony_training.ppo"])
+def test_zero_eval_and_ppo_do_not_import_the_rllib_package(package: str) -> None:
+    """Ray plumbing both distributed paths need is `colony_training.cluster`; the RLlib trainer is
+    only RLlib's (`colony_training.rllib`), so a zero, eval or PPO run never imports it."""
+    graph = import_graph()
+    offenders = {m: sorted(t for t in _reaches(graph, m) if t.startswith("colony_training.rllib"))
+                 for m in graph if m == package or m.startswith(package + ".")}
+    assert not {m: ts for m, ts in offenders.items() if ts}
+
+
+TRAINERS = ("colony_training.rllib.selfplay", "colony_training.zero.train", "colony_training.zero.refit",
+            "colony_training.distill.train")
+
+
+def test_no_trainer_imports_the_ppo_trainer() -> None:
+    """What trainers share (run directory, configs, evaluation, agents) lives in shared modules, not in
+    `ppo/train.py`: no other trainer, nor anything they import, imports it."""
+    graph = import_graph()
+    assert set(TRAINERS) <= set(graph)  # the names above are real modules
+    offenders = {t: True for t in TRAINERS if "colony_training.ppo.train" in _reaches(graph, t)}
+    assert offenders == {}
+    direct = sorted(m for m, ts in graph.items() if "colony_training.ppo.train" in ts and not m.startswith("colony_training.ppo"))
+    assert direct == []
+
+
+def test_the_bar_checks_see_a_violation() -> None:
+    """The checkers themselves: a transitive edge is found, and an importlib call is spotted."""
+    assert _reaches({"a": {"b"}, "b": {"c"}, "c": set()}, "a") == {"b", "c"}
+    assert _imports_by_string(ast.parse("import importlib\nm = importlib.import_module('x')\n")) == [1, 2]
+    assert _imports_by_string(ast.parse("from importlib import import_module\nimport_module('x')\n__import__('y')")) == [1, 2, 3]
+    assert _imports_by_string(ast.parse("import os\ndef f():\n    from . import agents\n")) == []

@@ -30,10 +30,10 @@ import colony_env as ce
 from colony_env.agents.az import BatchedSearch, SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
+from .agents import NetworkEvaluator
 from .checkpoint import load_model
 from .cli import console_script
 from .model import PolicyValueNet
-from .zero.evaluator import NetworkEvaluator
 
 MODELS = {"zero quickstart (32x2)": (32, 2), "zero shipped (64x4)": (64, 4)}
 WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)

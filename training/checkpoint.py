@@ -1,4 +1,4 @@
-"""Checkpoints: one self-describing file per snapshot, and the policy agent built from one.
+"""Checkpoints: one self-describing file per snapshot (the agents built from one: `agents.py`).
 
 A checkpoint is a `torch.save` dict of plain data only (tensors, numbers, strings, lists,
 dicts), so it is loaded with `torch.load(..., weights_only=True)`: a checkpoint from a
@@ -34,25 +34,19 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 import colony_env as ce
-from colony_env import observation, symmetry
-from colony_env.agents import MCTSAgent
-from colony_env.agents.mcts import DEFAULT_PRIOR_C
+from colony_env import observation
 
-from .model import MaskedCategorical, PolicyValueNet
+from .model import PolicyValueNet
 from .runlog import is_file
-from .teacher import greedy_action_features
 
 CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
 CHECKPOINT_VERSION = 1
 ACTION_LAYOUT = "R8"  # docs/rules.md R8; bump together with the engine's action encoding
 
 
-NEAR_TIE_NATS = 0.5
-"""Greedy play picks uniformly among the actions whose log-probability is this close to the best."""
 
 
 class CheckpointError(ValueError):
@@ -253,72 +247,3 @@ def load_model(path: str | Path) -> tuple[PolicyValueNet, dict[str, Any]]:
     """(network, checkpoint dict) from a file."""
     data = read_checkpoint(path)
     return build_model(data), data
-
-
-class PolicyAgent:
-    """An engine-level agent (`act(state, rng) -> board-frame action id`) backed by a trained network.
-
-    It encodes the position in the mover's canonical view, scores the legal actions only
-    (mapped to that view), and either takes the most likely one (`greedy=True`, near-ties
-    within NEAR_TIE_NATS broken with `rng`) or samples from the policy.
-    """
-
-    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
-        self.model = model.eval()
-        self.name = name
-        self.greedy = greedy
-
-    @torch.no_grad()
-    def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
-        """(legal board-frame action ids, their probabilities, value head output) of `state`.
-
-        With reward shaping the value head estimates V - Phi for the mover (training/ppo/shaping.py).
-        """
-        if state.is_over:
-            raise ValueError("the game is over: no action is legal (R8.4)")
-        colour = state.to_move
-        board_ids = ce.legal_actions(state)
-        canonical = symmetry.board_action_to_canonical(board_ids, colour)
-        obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
-        feats = None
-        if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
-            feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
-            feats = torch.from_numpy(feats)
-        logits, value = self.model(obs, torch.from_numpy(canonical)[None], feats)
-        dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
-        return board_ids, dist.probs[0].double().numpy(), float(value[0])
-
-    def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
-        board_ids, probs, _ = self.policy(state)
-        if self.greedy:
-            # A deterministic argmax shuffles one satellite back and forth in quiet positions until
-            # the ply limit (many draws); near-ties are therefore broken at random.
-            logp = np.log(np.maximum(probs, 1e-300))
-            best = np.flatnonzero(logp >= logp.max() - NEAR_TIE_NATS)
-            return int(board_ids[best[rng.integers(len(best))]])
-        return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
-
-
-def load_policy_agent(path: str | Path, greedy: bool = True) -> PolicyAgent:
-    """The agent of a checkpoint file; `CheckpointError` for a missing, corrupt or mismatched file."""
-    model, data = load_model(path)
-    steps = data["meta"].get("global_step")
-    name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "")
-    return PolicyAgent(model, name=name, greedy=greedy)
-
-
-def load_search_agent(path: str | Path, simulations: int, prior_c: float = DEFAULT_PRIOR_C) -> MCTSAgent:
-    """The checkpoint's policy steering a compiled MCTS at play time (AlphaZero's division of labour).
-
-    The policy is asked once per move for a prior over the legal actions; the root of a
-    `simulations`-simulation search spends them by PUCT on that prior, and random rollouts
-    below judge the moves (`colony_env.agents.MCTSAgent(root_prior=...)`).
-    """
-    policy = load_policy_agent(path)
-
-    def root_prior(state: ce.GameState) -> tuple[np.ndarray, np.ndarray]:
-        ids, probs, _ = policy.policy(state)
-        return ids, probs
-
-    return MCTSAgent(max_simulations=simulations, root_prior=root_prior, prior_c=prior_c,
-                     name=f"{policy.name}+mcts:{simulations}")

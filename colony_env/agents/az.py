@@ -8,7 +8,7 @@ forward pass is the cost, and one call for B leaves costs far less than B calls 
 affordable in self-play.
 
 The evaluator is anything with the `LeafEvaluator` signature: the network lives in
-`colony_training.zero.evaluator` (torch), tests use deterministic numpy functions. Search knows
+`colony_training.agents` (torch), tests use deterministic numpy functions. Search knows
 nothing of torch.
 
 Two root rules (`SearchConfig.root`):

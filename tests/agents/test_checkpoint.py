@@ -11,8 +11,10 @@ import torch
 
 import colony_env as ce
 from colony_env import observation
+from colony_training import agents
 from colony_training import checkpoint as ck
-from colony_training.checkpoint import CheckpointError, load_model, load_policy_agent, read_checkpoint, save_checkpoint
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import CheckpointError, load_model, read_checkpoint, save_checkpoint
 from colony_training.model import PolicyValueNet
 
 
@@ -58,7 +60,7 @@ def test_policy_agent_plays_legal_moves(tmp_path: Path) -> None:
     assert probs.sum() == pytest.approx(1.0) and sorted(ids) == sorted(ce.legal_actions(s))
     chosen = {agent.act(s, np.random.default_rng(k)) for k in range(20)}
     best = np.log(probs).max()
-    assert all(np.log(probs[list(ids).index(a)]) >= best - ck.NEAR_TIE_NATS for a in chosen)
+    assert all(np.log(probs[list(ids).index(a)]) >= best - agents.NEAR_TIE_NATS for a in chosen)
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import colony_env as ce
 from colony_env import observation
 from colony_training import checkpoint as ck
-from colony_training.checkpoint import CheckpointError, load_model, load_policy_agent, read_checkpoint, save_checkpoint
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import CheckpointError, load_model, read_checkpoint, save_checkpoint
 from colony_training.model import PolicyValueNet
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

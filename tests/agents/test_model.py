@@ -127,7 +127,7 @@ def test_row_without_legal_action_is_rejected() -> None:
 
 def test_canonical_policy_maps_back_to_legal_board_actions(net: PolicyValueNet) -> None:
     """A blue decision is made on the transposed view; its action must be legal on the board."""
-    from colony_training.checkpoint import PolicyAgent
+    from colony_training.agents import PolicyAgent
 
     agent = PolicyAgent(net, name="t", greedy=False)
     rng = np.random.default_rng(0)

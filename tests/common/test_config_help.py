@@ -85,11 +85,12 @@ def test_a_fields_constraints_are_checked_and_shown_from_one_declaration() -> No
         validate(Small(names=["greedy", "alphazero"]))
 
 
-@pytest.mark.parametrize("prog", ["colony-zero"])
+@pytest.mark.parametrize("prog", ["colony-zero", "colony-distill"])
 def test_every_trainer_lists_every_key_in_the_same_format(prog: str, capsys) -> None:
+    from colony_training.distill import train as distill_train
     from colony_training.zero import train as zero_train
 
-    main = {"colony-zero": zero_train.main}[prog]
+    main = {"colony-zero": zero_train.main, "colony-distill": distill_train.main}[prog]
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
     assert exit_info.value.code == 0

@@ -238,7 +238,7 @@ def test_cli_smoke(tmp_path):
 
 
 def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
-    """`checkpoint:PATH` goes through colony_training.checkpoint.load_policy_agent (the trainer's format)."""
+    """`checkpoint:PATH` goes through colony_training.agents.load_policy_agent (the trainer's format)."""
     from colony_env import observation
     from colony_training.checkpoint import save_checkpoint
     from colony_training.model import PolicyValueNet
@@ -252,7 +252,7 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     sampled = make_agent(spec + ":sample")
     state = ce.new_game(0)
     assert ce.is_legal(state, sampled.act(state, np.random.default_rng(0)))
-    searcher = make_agent(spec + ":mcts:8:1.5")  # colony_training.checkpoint.load_search_agent
+    searcher = make_agent(spec + ":mcts:8:1.5")  # colony_training.agents.load_search_agent
     assert searcher.name == spec + ":mcts:8:1.5"
     assert (searcher.inner.max_simulations, searcher.inner.prior_c) == (8, 1.5)
     res = ev.evaluate([spec + ":mcts:8", "random"], games=2, seed=0, workers=1, progress=False)

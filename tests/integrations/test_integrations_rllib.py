@@ -18,7 +18,8 @@ import colony_env as ce
 from colony_env import observation, symmetry
 from colony_env.env import env as colony_pz_env
 from colony_env.rllib import MASK_KEY, PACKED_MASK_BYTES, RLLIB_OBS_KEY, RLlibObservationWrapper
-from colony_training.checkpoint import PolicyAgent, read_checkpoint
+from colony_training.agents import PolicyAgent
+from colony_training.checkpoint import read_checkpoint
 from colony_training.config import ConfigError
 from colony_training.model import PolicyValueNet
 
@@ -314,7 +315,7 @@ def test_rllib_selfplay_trains_resumes_checkpoints_and_exports(no_ray_left, monk
     the exported checkpoint is a project checkpoint that colony-eval and colony-play load."""
     from colony_training.eval.agent_specs import make_agent
     from colony_training.eval.evaluate import main as eval_main
-    from colony_training.rllib.cluster import beyond_loopback, inet_sockets
+    from colony_training.cluster import beyond_loopback, inet_sockets
     from colony_training.rllib.export import main as export_main
 
     checks, sockets = [], []

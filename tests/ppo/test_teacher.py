@@ -12,7 +12,8 @@ import colony_env as ce
 from colony_env import observation
 from colony_env.agents.greedy import GreedyAgent
 from colony_env.vector import ColonyVectorEnv
-from colony_training.checkpoint import load_policy_agent, save_checkpoint
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import save_checkpoint
 from colony_training.model import PolicyValueNet
 from colony_training.ppo.shaping import mover_potential
 from colony_training.teacher import SCORE_CLIP, SCORE_SCALE, greedy_action_features, greedy_best_slots, teacher_weight

@@ -13,7 +13,8 @@ import colony_env as ce
 from colony_training.eval import plot
 from colony_training.ppo import bench as bench_train
 from colony_training.ppo import train
-from colony_training.checkpoint import load_policy_agent, read_checkpoint
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import read_checkpoint
 
 TINY = [
     "--num-envs", "2", "--rollout-steps", "8", "--total-steps", "32", "--channels", "4", "--blocks", "1",

@@ -329,7 +329,7 @@ def test_records_named_on_the_command_line_are_offered(tmp_path):
 
 # --- analysis -----------------------------------------------------------------------
 def test_policy_analysis_matches_the_checkpoint(client):
-    from colony_training.checkpoint import load_policy_agent
+    from colony_training.agents import load_policy_agent
 
     state = ce.apply_action(ce.new_game(9), int(ce.legal_actions(ce.new_game(9))[0]))
     r = client.post("/api/analyse", json={"analyser": f"checkpoint:{CHECKPOINT}", "state": state.to_dict(), "top": 5})

@@ -12,10 +12,10 @@ import torch
 import colony_env as ce
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
-from colony_training.checkpoint import load_policy_agent, read_checkpoint
+from colony_training.agents import NetworkEvaluator, load_policy_agent
+from colony_training.checkpoint import read_checkpoint
 from colony_training.model import PolicyValueNet
 from colony_training.zero import refit as refit_mod
-from colony_training.zero.evaluator import NetworkEvaluator
 from colony_training.zero.replay import shard_path, write_shard
 from colony_training.zero.selfplay import play_games
 

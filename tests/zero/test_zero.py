@@ -16,14 +16,14 @@ from colony_env import symmetry
 from colony_env.agents.az import SearchConfig
 from colony_env.constants import I_TO_MOVE
 from colony_env.observation import OBS_CHANNELS, encode_observation
-from colony_training.checkpoint import CheckpointError, load_policy_agent, read_checkpoint
+from colony_training.agents import NetworkEvaluator, load_policy_agent
+from colony_training.checkpoint import CheckpointError, read_checkpoint
 from colony_training.config import ConfigError, load_config
 from colony_training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
 from colony_training.eval.evaluate import main as evaluate_main
 from colony_training.model import PolicyValueNet
 from colony_training.zero import train as zero_train
 from colony_training.zero.config import ZeroConfig
-from colony_training.zero.evaluator import NetworkEvaluator
 from colony_training.zero.plot import plot_runs
 from colony_training.zero.replay import ReplayBuffer, ReplayError, make_batch, read_shard, shard_path, write_shard
 from colony_training.zero.selfplay import outcomes, play_games

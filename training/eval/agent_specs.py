@@ -20,17 +20,17 @@
 The shipped networks are package data: `zero` and `ppo` work from any folder once the package is
 installed (`colony_training.shipped` finds them).
 
-Checkpoints are loaded through `colony_training.checkpoint.load_policy_agent(path, greedy)`
-(with search: `load_search_agent(path, simulations, prior_c)`),
-which the trainer provides and which must return an object with `name` and
-`act(state, rng) -> board-frame action id` (the `colony_env.agents.Agent` interface).
+Checkpoints are loaded by the network agents module, `colony_training.agents`
+(`load_policy_agent(path, greedy)`, `load_search_agent(path, simulations, prior_c)`,
+`load_az_agent(path, simulations, ...)`), imported on first use because it pulls in torch;
+each returns an object with `name` and `act(state, rng) -> board-frame action id` (the
+`colony_env.agents.Agent` interface).
 Any problem (unknown spec, missing or corrupt file) is an `AgentSpecError` with a
 one-line message saying what is allowed.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from collections.abc import Sequence
@@ -59,8 +59,6 @@ SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
-CHECKPOINT_MODULE = "colony_training.checkpoint"
-AZ_MODULE = "colony_training.zero.evaluator"
 
 
 class AgentSpecError(ValueError):
@@ -205,29 +203,21 @@ class _NamedAgent(Agent):
 def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
     if not Path(spec.path).is_file():
         raise AgentSpecError(f"checkpoint file not found: {spec.path!r} (expected a .pt file written by colony-train)")
+    from .. import agents  # torch is imported only when a checkpoint is played
+
     try:
         if spec.az_simulations:
-            loader = importlib.import_module(AZ_MODULE).load_az_agent
-        else:
-            module = importlib.import_module(CHECKPOINT_MODULE)
-            loader = getattr(module, "load_search_agent" if spec.search_simulations else "load_policy_agent")
-    except (ImportError, AttributeError):
-        raise AgentSpecError(
-            f"cannot load {spec.path!r}: {CHECKPOINT_MODULE} has no checkpoint loader in this installation"
-        ) from None
-    try:
-        if spec.az_simulations:
-            inner = loader(spec.path, spec.az_simulations, **dict(spec.az_options))
+            inner = agents.load_az_agent(spec.path, spec.az_simulations, **dict(spec.az_options))
         elif spec.search_simulations:
             extra = {} if spec.prior_c is None else {"prior_c": spec.prior_c}
-            inner = loader(spec.path, spec.search_simulations, **extra)
+            inner = agents.load_search_agent(spec.path, spec.search_simulations, **extra)
         else:
-            inner = loader(spec.path, greedy=spec.greedy)
+            inner = agents.load_policy_agent(spec.path, greedy=spec.greedy)
     except Exception as e:  # a corrupt file can fail anywhere in torch; report it in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AgentSpecError(f"cannot load checkpoint {spec.path!r}: {first[:300]}") from None
     if not callable(getattr(inner, "act", None)):
-        raise AgentSpecError(f"{CHECKPOINT_MODULE}.load_policy_agent returned {type(inner).__name__}, which has no act()")
+        raise AgentSpecError(f"colony_training.agents returned {type(inner).__name__}, which has no act()")
     return _NamedAgent(inner, spec.text)
 
 

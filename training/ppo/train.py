@@ -46,13 +46,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from colony_env.constants import DEFAULT_MAX_PLIES
 from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
 from ..config import ConfigError, config_help, resolve_device
+from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import RunDir, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
@@ -302,33 +302,6 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
     var = float(b_ret.var()) if size > 1 else 0.0
     explained = float("nan") if var == 0 else 1.0 - float((b_ret - b_values).var()) / var
     return info, explained
-
-
-# --- evaluation -------------------------------------------------------------------------------
-def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int,
-                   max_plies: int = DEFAULT_MAX_PLIES) -> dict[str, dict[str, float]]:
-    """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process)."""
-    from ..checkpoint import PolicyAgent
-    from ..eval.evaluate import evaluate
-
-    agent = PolicyAgent(_cpu_copy(model), name="learner", greedy=True)
-    games = max(2, games + games % 2)  # each setup is played once with each colour
-    results: dict[str, dict[str, float]] = {}
-    for spec in specs:
-        t0 = time.perf_counter()
-        pair = evaluate([agent, spec], games=games, seed=seed, workers=1, schedule="gauntlet", progress=False,
-                        max_plies=max_plies).pairs[0]
-        results[spec] = {
-            "games": pair.games, "win_rate": pair.wins / pair.games, "draw_rate": pair.draws / pair.games,
-            "loss_rate": pair.losses / pair.games, "seconds": round(time.perf_counter() - t0, 1),
-        }  # fmt: skip
-    return results
-
-
-def _cpu_copy(model: PolicyValueNet) -> PolicyValueNet:
-    net = model.blank_copy()
-    net.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
-    return net.eval()
 
 
 # --- run directory ----------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench: error: --envs-per-runner, --steps and --repeats must be >= 1", file=sys.stderr)
         return 2
 
-    from .cluster import ray_session
+    from ..cluster import ray_session
     from .config import config_from_dict
     from .selfplay import build_ppo_config
 

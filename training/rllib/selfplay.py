@@ -62,7 +62,7 @@ try:  # ray is an optional extra: pip install "colony-rl[rllib]" (the console sc
         learner_module_state,
         push_to_env_runners,
     )
-    from .cluster import ClusterError, env_runner_health, ray_session
+    from ..cluster import ClusterError, ray_session
     from .module import ColonyRLModule, net_from_module_state
 except ImportError as _e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -76,6 +76,22 @@ METRIC_FIELDS = (
     "iteration", "env_steps", "wall_time", "steps_per_s", "episodes", "episode_len_mean", "policy_loss",
     "vf_loss", "entropy", "pool_size", "pool_win_rate", "illegal_games", "env_runners", "nodes",
 )  # fmt: skip
+
+
+# --- Ray and the env runners -------------------------------------------------------------------
+def env_runner_health(algorithm: Any) -> tuple[int, int, int]:
+    """(remote env runners configured, healthy ones, distinct nodes they run on) of an RLlib Algorithm.
+
+    With no remote env runners (sampling in the driver) it is (0, 0, 1).
+    """
+    group = algorithm.env_runner_group
+    total = group.num_remote_env_runners()
+    if total == 0:
+        return 0, 0, 1
+    nodes = group.foreach_env_runner(lambda _runner: ray.get_runtime_context().get_node_id(), local_env_runner=False)
+    return total, group.num_healthy_remote_env_runners(), len(set(nodes))
+
+
 # --- building the algorithm --------------------------------------------------------------------
 def build_ppo_config(cfg: RllibConfig) -> PPOConfig:
     """The RLlib `PPOConfig` of a run (new API stack, multi-agent with one shared module)."""
@@ -310,7 +326,7 @@ def _checkpoint(algo: Any, cfg: RllibConfig, run_dir: Path, row: dict[str, Any])
 
 def _final_eval(cfg: RllibConfig, run_dir: Path) -> None:
     from ..checkpoint import load_model
-    from ..ppo.train import evaluate_model
+    from ..eval.ladder import evaluate_model
 
     model, _ = load_model(run_dir / "checkpoints" / LATEST)
     res = evaluate_model(model, cfg.eval_opponents, cfg.final_eval_games, seed=cfg.seed + 10_000_019)

@@ -3,7 +3,7 @@
 Each generation's games are split into `workers` chunks, as on one machine; with an address
 each chunk is a Ray task (one CPU) that may run on any node of the cluster, while the driver
 (the machine that runs `colony-zero`) fits the network and writes the run directory, exactly as
-without Ray. Joining uses `colony_training.rllib.cluster.join_cluster`: loopback, token and version
+without Ray. Joining uses `colony_training.cluster.join_cluster`: loopback, token and version
 problems stop the run with one line before anything is written.
 
 What survives what: a chunk's games are fixed by their seeds, so when a node dies mid-generation
@@ -45,7 +45,7 @@ class RayPool:
             import ray
         except ImportError:
             raise DistributedError("config key 'address' needs Ray: pip install 'colony-rl[rllib]'") from None
-        from ..rllib.cluster import ClusterError, join_cluster
+        from ..cluster import ClusterError, join_cluster
 
         try:
             join_cluster(address)

@@ -42,7 +42,7 @@ from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .replay import ReplayError, make_batch, read_shard, shard_generations, shard_path
 from .selfplay import GameData, concat
-from .train import fit, policy_cross_entropy
+from .fit import fit, policy_cross_entropy
 
 PROG = "refit"
 TRAINER = "refit"

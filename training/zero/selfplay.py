@@ -23,8 +23,8 @@ from colony_env.agents._search import rollout_mover_means
 from colony_env.agents.az import SEED_HIGH, BatchedSearch, SearchConfig
 from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
 
+from ..agents import leaf_evaluator
 from ..checkpoint import build_model
-from .evaluator import leaf_evaluator
 
 END_REASON_CODES = {None: 0, **{r: i + 1 for i, r in enumerate(END_REASONS)}}
 

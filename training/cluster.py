@@ -1,4 +1,7 @@
-"""Where `colony-train-rllib` runs: a private Ray instance on loopback, or a Ray cluster it joins.
+"""The Ray plumbing of every distributed path: a private Ray instance on loopback, or a Ray cluster it joins.
+
+Used by `colony-train-rllib` (rllib/selfplay.py) and by `colony-zero --address` (zero/distributed.py);
+nothing here is RLlib's.
 
 Two things Ray does not do on its own, which this module adds:
 
@@ -27,7 +30,6 @@ import socket
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import Any
 
 import ray
 
@@ -219,16 +221,3 @@ def ray_session(address: str, num_cpus: int = 0) -> Iterator[bool]:
                 yield True
             finally:
                 ray.shutdown()
-
-
-def env_runner_health(algorithm: Any) -> tuple[int, int, int]:
-    """(remote env runners configured, healthy ones, distinct nodes they run on) of an RLlib Algorithm.
-
-    With no remote env runners (sampling in the driver) it is (0, 0, 1).
-    """
-    group = algorithm.env_runner_group
-    total = group.num_remote_env_runners()
-    if total == 0:
-        return 0, 0, 1
-    nodes = group.foreach_env_runner(lambda _runner: ray.get_runtime_context().get_node_id(), local_env_runner=False)
-    return total, group.num_healthy_remote_env_runners(), len(set(nodes))

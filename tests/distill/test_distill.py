@@ -6,18 +6,22 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 import colony_env as ce
 from colony_env import observation
-from colony_training.zero import distill
-from colony_training.checkpoint import load_policy_agent, read_checkpoint, save_checkpoint
-from colony_training.zero.distill import Dataset, DistillConfig, DistillError, fit, load_shards
+from colony_training.distill import train as distill
+from colony_training.agents import load_policy_agent
+from colony_training.checkpoint import read_checkpoint, save_checkpoint
+from colony_training.distill.config import DistillConfig
+from colony_training.distill.train import Dataset, DistillError, fit, load_shards
 from colony_training.model import PolicyValueNet
 
 SIMS = 4
 
 
 def _tiny(tmp_path, name="tiny.pt"):
+    torch.manual_seed(0)  # the starting weights, and so the fit's path, are the same in every run
     net = PolicyValueNet(observation.OBS_CHANNELS, 4, 1, heuristic_prior=True, target_features=True)
     return save_checkpoint(tmp_path / name, net, {"channels": 4}, {"global_step": 0})
 
@@ -99,9 +103,9 @@ def test_errors_say_what_is_wrong(tmp_path, capsys):
     assert distill.main(["--init", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "r")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert distill.main(["--init", str(_tiny(tmp_path)), "--games", "1", "--out", str(tmp_path / "r")]) == 2
-    assert "games must be an int >= 2" in capsys.readouterr().err
+    assert "config key 'games' = 1 is invalid; allowed: an integer >= 2" in capsys.readouterr().err
     assert distill.main(["--init", str(_tiny(tmp_path)), "--greedy-share", "1.5", "--out", str(tmp_path / "r")]) == 2
-    assert "greedy_share must be in [0, 1]" in capsys.readouterr().err
+    assert "config key 'greedy_share' = 1.5 is invalid; allowed: a number in [0, 1]" in capsys.readouterr().err
     assert distill.main(["--resume", str(tmp_path)]) == 2
     assert "no config.json" in capsys.readouterr().err
     assert distill.main(["--resume", str(tmp_path), "--games", "8"]) == 2

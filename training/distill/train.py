@@ -1,7 +1,7 @@
 """`colony-distill`: expert iteration, one round: the search teaches the policy that steers it.
 
 A trained policy steering a compiled search (`checkpoint:PATH:mcts:N`, see
-`checkpoint.load_search_agent`) plays better than the policy alone, and the search's
+`agents.load_search_agent`) plays better than the policy alone, and the search's
 visit distribution at the root is a better policy than the network's own output. Expert
 iteration (Anthony, Tian & Barber, "Thinking Fast and Slow with Deep Learning and Tree
 Search", NeurIPS 2017; AlphaZero's policy target) turns that gap into training data:
@@ -22,19 +22,21 @@ Search", NeurIPS 2017; AlphaZero's policy target) turns that gap into training d
    checkpoint is.
 
     colony-distill --init checkpoints/colony_ppo.pt --games 2400 --out runs/distill
+
+The fit is colony-zero's (`zero/fit.py`): the same policy cross-entropy and gradient step.
+The settings are `DistillConfig` (config.py); the run directory holds `config.yaml`, `data/`,
+`metrics.csv`, `distilled.pt` and `summary.json`.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import csv
 import json
-import math
 import multiprocessing as mp
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,55 +45,29 @@ import torch
 import colony_env as ce
 from colony_env import observation, symmetry
 from colony_env.agents import GreedyAgent
-from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from colony_env.constants import STATE_LEN
 from colony_env.engine import _wrap
 
 from ..augment import AUG_SYMS, augment
-from ..checkpoint import CheckpointError, build_model, load_search_agent, read_checkpoint, save_checkpoint
+from ..agents import load_search_agent
+from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script, terminate_workers
+from ..config import ConfigError, config_help
 from ..model import masked_log_probs
-from ..runlog import new_run_dir
+from ..runlog import RunDir, new_run_dir
 from ..teacher import greedy_action_features
+from ..zero.fit import gradient_step, policy_cross_entropy
+from .config import DistillConfig, config_from_dict, load_config, split_overrides
 
 DATA_FORMAT = "colony-distill-shard"
 VALIDATION_SHARE = 0.1  # of the games, held out to choose the epoch
+MAX_GRAD_NORM = 1.0
+LOGS = {"metrics.csv": ("epoch", "train_ce", "val_ce", "val_agree")}
 SEED_HIGH = 2**62
 
 
 class DistillError(ValueError):
     """A bad option or input for `colony-distill`; the message says what is allowed."""
-
-
-@dataclass(frozen=True)
-class DistillConfig:
-    """Everything that decides a distillation run (written to `config.json`)."""
-
-    init: str
-    games: int = 1200
-    simulations: int = 200
-    prior_c: float = DEFAULT_PRIOR_C
-    greedy_share: float = 0.5
-    shard_games: int = 50
-    epochs: int = 6
-    batch_size: int = 256
-    lr: float = 3e-4
-    augment_symmetry: bool = True
-    seed: int = 0
-    workers: int = 2
-
-    def validate(self) -> None:
-        ints = {"games": 2, "simulations": 1, "shard_games": 1, "epochs": 1, "batch_size": 1, "workers": 1}
-        for key, low in ints.items():
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise DistillError(f"{key} must be an int >= {low}, got {v!r}")
-        if not (0.0 <= self.greedy_share <= 1.0):
-            raise DistillError(f"greedy_share must be in [0, 1], got {self.greedy_share!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise DistillError(f"lr must be a finite number > 0, got {self.lr!r}")
-        if not (math.isfinite(self.prior_c) and self.prior_c >= 0):
-            raise DistillError(f"prior_c must be a finite number >= 0, got {self.prior_c!r}")
 
 
 # --- 1. generation ----------------------------------------------------------------------------
@@ -270,9 +246,8 @@ def encode_batch(data: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def cross_entropy(model, obs, ids, valid, feats, target) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean cross-entropy to the targets, share of rows whose argmax is the target's argmax)."""
     logits, _ = model(obs, ids, feats if model.heuristic_prior else None)
-    logp = masked_log_probs(logits, valid)
-    ce_loss = -(target * logp).sum(-1).mean()
-    agree = (logp.argmax(-1) == target.argmax(-1)).float().mean()
+    ce_loss = policy_cross_entropy(logits, valid, target).mean()  # colony-zero's policy loss
+    agree = (masked_log_probs(logits, valid).argmax(-1) == target.argmax(-1)).float().mean()
     return ce_loss, agree
 
 
@@ -321,10 +296,7 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
             if cfg.augment_symmetry:
                 obs, ids = augment(obs, ids, rng.choice(AUG_SYMS, size=len(pick)))
             loss, _ = cross_entropy(model, *_tensors((obs, ids, valid, feats, target), device))
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            gradient_step(model, opt, loss, MAX_GRAD_NORM)
             losses.append(loss.item())
         v_loss, v_agree = val_scores()
         history.append({"epoch": epoch, "train_ce": float(np.mean(losses)), "val_ce": v_loss, "val_agree": v_agree})
@@ -333,10 +305,9 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
             best_loss, best_agree, best_epoch = v_loss, v_agree, epoch
             best_state = {k: v.clone() for k, v in model.state_dict().items()}
     model.load_state_dict(best_state)
-    with open(out / "metrics.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(history[0]))
-        w.writeheader()
-        w.writerows(history)
+    files = RunDir(out, LOGS, column="epoch")
+    files.rewind(None)  # every epoch is fitted again on resume: the log starts afresh
+    files.log("metrics.csv", history)
     summary = {
         "init": cfg.init, "positions": len(data), "train_positions": len(train_rows),
         "val_positions": len(val_rows), "games": len(games), "best_epoch": best_epoch,
@@ -351,54 +322,62 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
 
 
 # --- CLI ----------------------------------------------------------------------------------------
+PROG = "colony-distill"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    d = DistillConfig(init="")
-    p = argparse.ArgumentParser(prog="colony-distill", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--init", help="checkpoint whose policy steers the search and is fitted")
-    p.add_argument("--out", type=Path, help="run directory; None: runs/distill-<time>")
-    p.add_argument("--resume", type=Path, help="continue a run directory (its config.json decides everything)")
-    p.add_argument("--games", type=int, default=d.games, help="games to play with the search")
-    p.add_argument("--simulations", type=int, default=d.simulations, help="search simulations per move")
-    p.add_argument("--prior-c", type=float, default=d.prior_c, help="the root's PUCT constant")
-    p.add_argument("--greedy-share", type=float, default=d.greedy_share, help="share of games against the greedy agent")
-    p.add_argument("--shard-games", type=int, default=d.shard_games, help="games per data shard")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the positions; the best by held-out loss is kept")
-    p.add_argument("--batch-size", type=int, default=d.batch_size, help="positions per gradient step")
-    p.add_argument("--lr", type=float, default=d.lr, help="Adam learning rate")
-    p.add_argument("--no-augment", action="store_true", help="no symmetry augmentation")
-    p.add_argument("--seed", type=int, default=d.seed, help="decides the games' setups and the fit's shuffling")
-    p.add_argument("--workers", type=int, default=d.workers, help="game-playing processes")
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0] + " Any config key can be given: "
+                                "--init CHECKPOINT --games 2400.", epilog=config_help(DistillConfig),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", help="YAML config (keys of DistillConfig); optional, keys can be given one by one")
+    p.add_argument("--out", type=Path, help="run directory; default: <out_dir>/<run_name>-<timestamp>")
+    p.add_argument("--resume", type=Path, help="continue a run directory (its config.yaml decides everything)")
+    p.add_argument("--no-augment", action="store_true", help="no symmetry augmentation (--augment-symmetry false)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
+def _resume_config(run_dir: Path) -> DistillConfig:
+    """The config of a run directory: `config.yaml`, or the `config.json` that runs before it wrote."""
+    if (run_dir / "config.yaml").is_file():
+        return load_config(run_dir / "config.yaml")
+    if (run_dir / "config.json").is_file():
+        try:
+            values = json.loads((run_dir / "config.json").read_text())
+        except (OSError, ValueError) as e:
+            raise DistillError(f"--resume: {str(run_dir / 'config.json')!r} is not readable JSON: {e}") from None
+        if not isinstance(values, dict):
+            raise DistillError(f"--resume: {str(run_dir / 'config.json')!r} must hold a mapping of keys to values")
+        return config_from_dict(values)
+    raise DistillError(f"--resume {str(run_dir)!r} has no config.yaml and no config.json: not a colony-distill run "
+                       "directory")
+
+
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    try:
+        overrides = split_overrides(rest)
+    except ConfigError as e:
+        parser.error(str(e))  # an unknown option, as argparse reports its own
+    if args.no_augment:
+        overrides["augment_symmetry"] = False
     try:
         if args.resume is not None:
-            defaults = build_parser().parse_args([])
-            mixed = [k for k, v in vars(args).items() if k not in ("resume", "no_progress") and v != getattr(defaults, k)]
-            if mixed:
-                raise DistillError(f"--resume takes every setting from the run's config.json; drop {', '.join('--' + k.replace('_', '-') for k in mixed)}")
-            cfg_path = args.resume / "config.json"
-            if not cfg_path.is_file():
-                raise DistillError(f"--resume {str(args.resume)!r} has no config.json: not a colony-distill run directory")
-            cfg = DistillConfig(**json.loads(cfg_path.read_text()))
+            given = [f"--{k.replace('_', '-')}" for k in overrides] + (["--config"] if args.config else []) + (
+                ["--out"] if args.out else [])
+            if given:
+                raise DistillError(f"--resume takes every setting from the run's config file; drop {', '.join(given)}")
+            cfg = _resume_config(args.resume)
             out = args.resume
         else:
-            if not args.init:
-                raise DistillError("give --init CHECKPOINT (or --resume RUN_DIR)")
-            cfg = DistillConfig(init=args.init, games=args.games, simulations=args.simulations, prior_c=args.prior_c,
-                                greedy_share=args.greedy_share, shard_games=args.shard_games, epochs=args.epochs,
-                                batch_size=args.batch_size, lr=args.lr, augment_symmetry=not args.no_augment,
-                                seed=args.seed, workers=args.workers)
-            out = args.out or new_run_dir("runs", "distill")
-        cfg.validate()
+            if not args.config and "init" not in overrides:
+                raise DistillError("give --init CHECKPOINT (or --config FILE, or --resume RUN_DIR)")
+            cfg = load_config(args.config, overrides) if args.config else config_from_dict(overrides)
+            out = args.out or new_run_dir(cfg.out_dir, cfg.run_name)
         read_checkpoint(cfg.init)  # fail early, in one line
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")
+        RunDir(out, LOGS).write_config(cfg)
         t0 = time.time()
         paths = generate(cfg, out, progress=not args.no_progress)
         t1 = time.time()
@@ -409,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
         summary["generate_seconds"] = round(t1 - t0, 1)
         summary["fit_seconds"] = round(time.time() - t1, 1)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    except (DistillError, CheckpointError) as e:
-        print(f"colony-distill: error: {e}", file=sys.stderr)
+    except (DistillError, ConfigError, CheckpointError) as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     print(f"wrote {out / 'distilled.pt'}: validation cross-entropy {summary['val_ce_before']:.4f} -> "
           f"{summary['val_ce_after']:.4f}, agreement with the search {summary['val_agree_before']:.3f} -> "

@@ -1,0 +1,179 @@
+"""The network agents: everything that plays from a checkpoint, in one module (torch-side).
+
+| agent                        | what it does                                                         | spec |
+|------------------------------|----------------------------------------------------------------------|------|
+| `PolicyAgent`                | the policy alone: most likely legal action (near-ties at random) or sampled | `checkpoint:PATH[:sample]` |
+| `load_search_agent`          | the policy as the root prior of a compiled MCTS with random rollouts  | `checkpoint:PATH:mcts:N[:C]` |
+| `load_az_agent`              | the network at every node of a batched search (priors and values)     | `checkpoint:PATH:az:N[:OPT...]` |
+| `NetworkEvaluator`, `leaf_evaluator` | the network as the search's leaf evaluator (colony-zero's self-play, `az`) | |
+
+Every agent has `name` and `act(state, rng) -> board-frame action id` (the
+`colony_env.agents.Agent` interface); the search agents also `act_batch`. Checkpoint files
+themselves (format, safe loading, `load_model`) are `checkpoint.py`. Eval's agent specs
+(`eval/agent_specs.py`), the web app, colony-zero and users' code import this module by name.
+
+`NetworkEvaluator` implements `colony_env.agents.az.LeafEvaluator`: one forward pass for all
+pending leaves of all searches (policy logits at the legal actions only, `PolicyValueNet.forward`)
+and the value head squashed by tanh into [-1, 1], the scale the search backs up. Networks
+trained by `colony-zero` fit exactly that tanh value to game outcomes; a PPO checkpoint's value
+head estimates shaped returns instead, so its values are only a rough guide.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+from colony_env.agents import MCTSAgent
+from colony_env.agents.az import AZAgent, RolloutMixEvaluator, SearchConfig
+from colony_env.agents.mcts import DEFAULT_PRIOR_C
+
+from .checkpoint import load_model
+from .model import MaskedCategorical, PolicyValueNet
+from .teacher import greedy_action_features
+
+NEAR_TIE_NATS = 0.5
+"""Greedy play picks uniformly among the actions whose log-probability is this close to the best."""
+
+
+class PolicyAgent:
+    """An engine-level agent (`act(state, rng) -> board-frame action id`) backed by a trained network.
+
+    It encodes the position in the mover's canonical view, scores the legal actions only
+    (mapped to that view), and either takes the most likely one (`greedy=True`, near-ties
+    within NEAR_TIE_NATS broken with `rng`) or samples from the policy.
+    """
+
+    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
+        self.model = model.eval()
+        self.name = name
+        self.greedy = greedy
+
+    @torch.no_grad()
+    def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
+        """(legal board-frame action ids, their probabilities, value head output) of `state`.
+
+        With reward shaping the value head estimates V - Phi for the mover (training/ppo/shaping.py).
+        """
+        if state.is_over:
+            raise ValueError("the game is over: no action is legal (R8.4)")
+        colour = state.to_move
+        board_ids = ce.legal_actions(state)
+        canonical = symmetry.board_action_to_canonical(board_ids, colour)
+        obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
+        feats = None
+        if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
+            feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
+            feats = torch.from_numpy(feats)
+        logits, value = self.model(obs, torch.from_numpy(canonical)[None], feats)
+        dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
+        return board_ids, dist.probs[0].double().numpy(), float(value[0])
+
+    def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
+        board_ids, probs, _ = self.policy(state)
+        if self.greedy:
+            # A deterministic argmax shuffles one satellite back and forth in quiet positions until
+            # the ply limit (many draws); near-ties are therefore broken at random.
+            logp = np.log(np.maximum(probs, 1e-300))
+            best = np.flatnonzero(logp >= logp.max() - NEAR_TIE_NATS)
+            return int(board_ids[best[rng.integers(len(best))]])
+        return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
+
+
+def load_policy_agent(path: str | Path, greedy: bool = True) -> PolicyAgent:
+    """The agent of a checkpoint file; `CheckpointError` for a missing, corrupt or mismatched file."""
+    model, data = load_model(path)
+    steps = data["meta"].get("global_step")
+    name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "")
+    return PolicyAgent(model, name=name, greedy=greedy)
+
+
+def load_search_agent(path: str | Path, simulations: int, prior_c: float = DEFAULT_PRIOR_C) -> MCTSAgent:
+    """The checkpoint's policy steering a compiled MCTS at play time (AlphaZero's division of labour).
+
+    The policy is asked once per move for a prior over the legal actions; the root of a
+    `simulations`-simulation search spends them by PUCT on that prior, and random rollouts
+    below judge the moves (`colony_env.agents.MCTSAgent(root_prior=...)`).
+    """
+    policy = load_policy_agent(path)
+
+    def root_prior(state: ce.GameState) -> tuple[np.ndarray, np.ndarray]:
+        ids, probs, _ = policy.policy(state)
+        return ids, probs
+
+    return MCTSAgent(max_simulations=simulations, root_prior=root_prior, prior_c=prior_c,
+                     name=f"{policy.name}+mcts:{simulations}")
+
+
+# --- the network inside a search -----------------------------------------------------------------
+class NetworkEvaluator:
+    """Priors and values of a `PolicyValueNet` for a batch of leaves (canonical frame).
+
+    On the CPU the network is traced and frozen at the first call (`torch.jit.trace`, then
+    `torch.jit.freeze` and `optimize_for_inference`, which pre-packs the convolution weights):
+    measured side by side with `python -m colony_training.bench_zero`, that makes a batch of 64 leaves
+    about 1.3x faster for the quickstart network and leaves a single leaf as fast as before
+    (docs/zero.md). The trace is a snapshot of the weights: build a new evaluator after the
+    network changes. `trace=False`, a network with the heuristic input, or a GPU keeps eager mode.
+    """
+
+    def __init__(self, model: PolicyValueNet, device: torch.device | str = "cpu", trace: bool = True) -> None:
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self._trace = trace and self.device.type == "cpu" and not model.heuristic_prior
+        self._traced: torch.jit.ScriptModule | None = None
+
+    def _forward(self, obs_t: torch.Tensor, ids_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._traced is None:
+            # Sizes are traced as values, not constants: the trace serves every batch size and width.
+            # TorchScript is deprecated in favour of torch.compile, which on this CPU gains as much for a
+            # batch but costs a compile per process and generation (docs/zero.md); say it once, in the docs.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                traced = torch.jit.trace(self.model, (obs_t, ids_t), check_trace=False)
+                self._traced = torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+        return self._traced(obs_t, ids_t)
+
+    @torch.inference_mode()
+    def __call__(self, states: np.ndarray, obs: np.ndarray, ids: np.ndarray, counts: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        obs_t = torch.from_numpy(np.ascontiguousarray(obs)).to(self.device)
+        ids_t = torch.from_numpy(ids.astype(np.int64)).to(self.device)
+        if self._trace:
+            logits, value = self._forward(obs_t, ids_t)
+        else:
+            feats = None
+            if self.model.heuristic_prior:  # slots follow the engine's generation order, as in training
+                rows = np.arange(states.shape[0], dtype=np.int64)
+                feats = torch.from_numpy(greedy_action_features(np.ascontiguousarray(states), rows, ids.shape[1]))
+                feats = feats.to(self.device)
+            logits, value = self.model(obs_t, ids_t, feats)
+        return logits.float().cpu().numpy(), torch.tanh(value.float()).cpu().numpy()
+
+
+def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
+                  max_considered: int | None = None, gumbel_scale: float | None = None,
+                  rollout_mix: float = 0.0, name: str | None = None) -> AZAgent:
+    """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node)."""
+    model, _ = load_model(path)
+    options: dict[str, object] = {"simulations": simulations, "root": root}
+    if c_puct is not None:
+        options["c_puct"] = c_puct
+    if max_considered is not None:
+        options["max_considered"] = max_considered
+    if gumbel_scale is not None:
+        options["gumbel_scale"] = gumbel_scale
+    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix), SearchConfig(**options),
+                   name=name or f"az:{Path(path).name}:{simulations}")
+
+
+def leaf_evaluator(model: PolicyValueNet, device: str | torch.device = "cpu", rollout_mix: float = 0.0,
+                   seed: int = 0) -> NetworkEvaluator | RolloutMixEvaluator:
+    """The network as leaf evaluator, its values mixed with random playouts when `rollout_mix` > 0."""
+    evaluator = NetworkEvaluator(model, device)
+    return RolloutMixEvaluator(evaluator, rollout_mix, seed) if rollout_mix > 0 else evaluator
