@@ -695,7 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="games played side by side per worker; an az agent searches them with one network "
                              "call per simulation step (default 1; try 16 for az agents)")
     parser.add_argument("--out", type=Path, default=None,
-                        help="output folder, new or empty (default runs/eval/<time>); a run there is never written over")
+                        help="output folder (default runs/eval/<time>); one that holds a run already is refused, never written over")
     parser.add_argument("--resume", type=Path, default=None, metavar="OUT",
                         help="continue the interrupted run in OUT: play only its missing games, with its settings")
     parser.add_argument("--no-records", action="store_true", default=None, help="do not keep games.jsonl")
