@@ -47,6 +47,12 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
     return wrapper
 
 
+def report_error(prog: str, message: str) -> int:
+    """Say `prog: error: message` on stderr, one line, and return the exit status of a refused run (2)."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
 def extra_hint(extra: str) -> str:
     """The install command of an optional extra, as it works for an installed package (not a clone)."""
     return f'pip install "colony-rl[{extra}]"'

@@ -11,12 +11,15 @@ Every trainer also takes a built-in config by name: `colony-train --config quick
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
 
-from .cli import console_script
+from .cli import console_script, report_error
 from .shipped import builtin_configs
+
+_error = functools.partial(report_error, "colony-config")
 
 _COMMAND_RE = re.compile(r"\b(colony-train-rllib|colony-zero|colony-train)\b")
 
@@ -45,11 +48,6 @@ def _parser() -> argparse.ArgumentParser:
     write.add_argument("name")
     write.add_argument("path", nargs="?", help="where to write it (default NAME.yaml here); never overwritten")
     return p
-
-
-def _error(message: str) -> int:
-    print(f"colony-config: error: {message}", file=sys.stderr)
-    return 2
 
 
 @console_script

@@ -118,3 +118,62 @@ def test_output_paths_are_probed_before_any_work(tmp_path: Path) -> None:
     assert "is a file, not a folder" in output_file_problem(a_file / "games.jsonl")
     assert output_file_problem(a_file) is None and a_file.read_text() == "x"  # appendable, untouched
     assert not list(tmp_path.rglob(".write-probe.*"))
+
+
+def test_run_directory_names_are_never_shared(tmp_path: Path) -> None:
+    """Two runs started in the same second get two directories (`<name>-<stamp>`, then `-2`, `-3`)."""
+    from colony_training.runlog import new_run_dir
+
+    first = new_run_dir(tmp_path, "run")
+    first.mkdir()
+    second = new_run_dir(tmp_path, "run")
+    second.mkdir()
+    third = new_run_dir(tmp_path, "run")
+    assert first.parent == tmp_path and first.name.startswith("run-")
+    assert len({first, second, third}) == 3 and not third.exists()
+    if second.name.startswith(first.name):  # the same second (else a later stamp, also fresh)
+        assert second.name == first.name + "-2" and third.name == first.name + "-3"
+
+
+def test_run_dir_writes_config_logs_and_events_and_rewinds_them(tmp_path: Path) -> None:
+    """`RunDir`, the helper every trainer writes through: config.yaml atomically, CSV rows appended
+    under one header, TensorBoard scalars; `rewind(last)` cuts all three back to a checkpoint and
+    `rewind(None)` (a fresh start) clears them."""
+    import yaml
+
+    from colony_training.ppo.config import TrainConfig
+    from colony_training.runlog import RunDir
+
+    run = RunDir(tmp_path / "r", {"metrics.csv": ("iteration", "loss")})
+    run.rewind(None)
+    cfg = TrainConfig(num_envs=3)
+    run.write_config(cfg)
+    assert yaml.safe_load((tmp_path / "r" / "config.yaml").read_text()) == cfg.to_dict()
+    for i in range(1, 6):
+        run.log("metrics.csv", [{"iteration": i, "loss": i / 10}])
+        run.scalars("train", {"loss": i / 10, "skipped": float("nan"), "name": "x"}, step=i * 100)
+    positions = run.log_positions()
+    run.close()
+    assert positions == {"metrics.csv": 5}
+    assert (tmp_path / "r" / "metrics.csv").read_text().splitlines()[0] == "iteration,loss"
+    assert _tb_steps(tmp_path / "r" / "tb", "train/loss") == [100, 200, 300, 400, 500]
+    assert _tb_steps(tmp_path / "r" / "tb", "train/skipped") == []  # only finite numbers are logged
+    (tmp_path / "r" / "checkpoints" / ".latest.pt.x.tmp").write_bytes(b"half")
+
+    resumed = RunDir(tmp_path / "r", {"metrics.csv": ("iteration", "loss")})
+    resumed.rewind(3, step=300, positions={"metrics.csv": 3})
+    assert [line.split(",")[0] for line in (tmp_path / "r" / "metrics.csv").read_text().splitlines()] == ["iteration", "1", "2", "3"]
+    assert _tb_steps(tmp_path / "r" / "tb", "train/loss") == [100, 200, 300]
+    assert not list((tmp_path / "r" / "checkpoints").glob("*.tmp"))
+    resumed.rewind(2, step=200)  # a checkpoint without row counts: by the iteration column
+    assert (tmp_path / "r" / "metrics.csv").read_text().splitlines()[-1].startswith("2,")
+    resumed.rewind(None)
+    assert (tmp_path / "r" / "metrics.csv").read_text().splitlines() == ["iteration,loss"]
+    assert _tb_steps(tmp_path / "r" / "tb", "train/loss") == []
+
+
+def _tb_steps(log_dir: Path, tag: str) -> list[int]:
+    steps = []
+    for f in sorted(log_dir.glob("events.out.tfevents.*")):
+        steps += [e.step for e in EventFileLoader(str(f)).Load() for v in e.summary.value if v.tag == tag]
+    return steps

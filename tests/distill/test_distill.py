@@ -66,6 +66,41 @@ def test_resume_regenerates_only_missing_shards_and_the_same_data(tmp_path):
     np.testing.assert_array_equal(first.visits, again.visits)
 
 
+def test_a_run_made_before_config_yaml_resumes_from_its_config_json(tmp_path):
+    """Runs made before colony-distill had a YAML config wrote `config.json` (the old DistillConfig's
+    fields); `--resume` reads it, plays the missing shard with the same seeds and writes config.yaml."""
+    import yaml
+
+    assert _run(tmp_path) == 0
+    run = tmp_path / "run"
+    first = load_shards([run / "data" / "shard_0001.npz"])
+    values = yaml.safe_load((run / "config.yaml").read_text())
+    old = {k: values[k] for k in ("init", "games", "simulations", "prior_c", "greedy_share", "shard_games", "epochs",
+                                  "batch_size", "lr", "augment_symmetry", "seed", "workers")}
+    (run / "config.yaml").unlink()
+    (run / "config.json").write_text(json.dumps(old, indent=2) + "\n")
+    (run / "data" / "shard_0001.npz").unlink()
+    assert distill.main(["--resume", str(run), "--no-progress"]) == 0
+    again = load_shards([run / "data" / "shard_0001.npz"])
+    np.testing.assert_array_equal(first.visits, again.visits)
+    assert yaml.safe_load((run / "config.yaml").read_text()) == values
+
+
+def test_a_yaml_config_and_overrides_decide_the_run(tmp_path, capsys):
+    """`--config FILE` as for the other trainers, keys on the command line override it; a bad key is one line."""
+    import yaml
+
+    cfg = tmp_path / "d.yaml"
+    cfg.write_text(f"init: {_tiny(tmp_path)}\ngames: 4\nsimulations: {SIMS}\nshard_games: 4\nepochs: 1\nworkers: 1\n")
+    assert distill.main(["--config", str(cfg), "--shard-games", "2", "--out", str(tmp_path / "run"), "--no-progress"]) == 0
+    written = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())
+    assert written["shard_games"] == 2 and written["games"] == 4
+    assert len(list((tmp_path / "run" / "data").glob("shard_*.npz"))) == 2
+    assert distill.main(["--config", str(cfg), "--lr", "-1", "--out", str(tmp_path / "r2")]) == 2
+    assert "config key 'lr' = -1.0 is invalid; allowed: a number > 0" in capsys.readouterr().err
+    assert not (tmp_path / "r2").exists()  # refused before anything is written
+
+
 def _one_hot_dataset(states: list[np.ndarray], picks: list[int]) -> Dataset:
     """Each state twice (games 0 and 1, so one is held out) with all visits on legal slot `pick`."""
     rows, visits, offsets, game = [], [], [0], []

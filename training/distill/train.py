@@ -353,8 +353,8 @@ def _resume_config(run_dir: Path) -> DistillConfig:
                        "directory")
 
 
-@console_script
-def main(argv: list[str] | None = None) -> int:
+def _settings(argv: list[str] | None) -> tuple[argparse.Namespace, DistillConfig, Path]:
+    """(options, config, run directory) of a command line; DistillError or ConfigError when refused."""
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     try:
@@ -363,19 +363,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(e))  # an unknown option, as argparse reports its own
     if args.no_augment:
         overrides["augment_symmetry"] = False
+    if args.resume is not None:
+        given = [f"--{k.replace('_', '-')}" for k in overrides] + (["--config"] if args.config else []) + (
+            ["--out"] if args.out else [])
+        if given:
+            raise DistillError(f"--resume takes every setting from the run's config file; drop {', '.join(given)}")
+        return args, _resume_config(args.resume), args.resume
+    if not args.config and "init" not in overrides:
+        raise DistillError("give --init CHECKPOINT (or --config FILE, or --resume RUN_DIR)")
+    cfg = load_config(args.config, overrides) if args.config else config_from_dict(overrides)
+    return args, cfg, args.out or new_run_dir(cfg.out_dir, cfg.run_name)
+
+
+@console_script
+def main(argv: list[str] | None = None) -> int:
     try:
-        if args.resume is not None:
-            given = [f"--{k.replace('_', '-')}" for k in overrides] + (["--config"] if args.config else []) + (
-                ["--out"] if args.out else [])
-            if given:
-                raise DistillError(f"--resume takes every setting from the run's config file; drop {', '.join(given)}")
-            cfg = _resume_config(args.resume)
-            out = args.resume
-        else:
-            if not args.config and "init" not in overrides:
-                raise DistillError("give --init CHECKPOINT (or --config FILE, or --resume RUN_DIR)")
-            cfg = load_config(args.config, overrides) if args.config else config_from_dict(overrides)
-            out = args.out or new_run_dir(cfg.out_dir, cfg.run_name)
+        args, cfg, out = _settings(argv)
         read_checkpoint(cfg.init)  # fail early, in one line
         RunDir(out, LOGS).write_config(cfg)
         t0 = time.time()

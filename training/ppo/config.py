@@ -15,21 +15,8 @@ import math
 from dataclasses import dataclass
 
 from .. import config as config_lib
-from ..config import (
-    CHECKPOINT_OR_EMPTY,
-    DEVICE,
-    LADDER_SPECS,
-    RUN_NAME,
-    SEED,
-    Check,
-    Config,
-    at_least,
-    derived,
-    key,
-    number_at_least,
-    positive,
-    share,
-)
+from ..config import CHECKPOINT_OR_EMPTY, DEVICE, LADDER_SPECS, RUN_NAME, SEED, Check
+from ..config import Config, at_least, derived, key, number_at_least, positive, share
 
 
 @dataclass

@@ -13,19 +13,8 @@ import re
 from dataclasses import dataclass
 
 from .. import config as config_lib
-from ..config import (
-    LADDER_SPECS,
-    RUN_NAME,
-    SEED,
-    Check,
-    Config,
-    at_least,
-    derived,
-    key,
-    number_at_least,
-    positive,
-    share,
-)
+from ..config import LADDER_SPECS, RUN_NAME, SEED, Check, Config
+from ..config import at_least, derived, key, number_at_least, positive, share
 
 # Keys `--resume` may change: where and how wide the run goes on, and how long; the rest
 # (network, PPO, self-play, seed) is what the checkpoint was trained with.

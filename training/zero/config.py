@@ -10,22 +10,8 @@ from dataclasses import dataclass
 
 from colony_env.agents.az import ROOTS
 
-from ..config import (
-    CHECKPOINT_OR_EMPTY,
-    DEVICE,
-    LADDER_SPECS,
-    RUN_NAME,
-    SEED,
-    Check,
-    Config,
-    at_least,
-    below,
-    key,
-    number_at_least,
-    one_of,
-    positive,
-    share,
-)
+from ..config import CHECKPOINT_OR_EMPTY, DEVICE, LADDER_SPECS, RUN_NAME, SEED, Check, Config
+from ..config import at_least, below, key, number_at_least, one_of, positive, share
 
 
 @dataclass

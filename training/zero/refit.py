@@ -20,6 +20,7 @@ so `--resume DIR` continues exactly where a stopped fit was.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import platform
 import sys
@@ -35,7 +36,7 @@ from colony_env.observation import OBS_CHANNELS
 
 from .. import runlog
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..config import ConfigError, config_from_dict
 from ..model import PolicyValueNet
 from ..teacher import greedy_action_features
@@ -45,6 +46,7 @@ from .selfplay import GameData, concat
 from .fit import fit, policy_cross_entropy
 
 PROG = "refit"
+_error = functools.partial(report_error, PROG)
 TRAINER = "refit"
 VALIDATION_SAMPLES = 4096
 """Held-out positions scored at every save (a fixed draw, so the numbers compare)."""
@@ -175,11 +177,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
-
-
-def _error(msg: str) -> int:
-    print(f"{PROG}: error: {msg}", file=sys.stderr)
-    return 2
 
 
 @console_script

@@ -35,6 +35,7 @@ import argparse
 import concurrent.futures as cf
 import csv
 import dataclasses
+import functools
 import io
 import math
 import multiprocessing as mp
@@ -53,7 +54,7 @@ from colony_env.observation import OBS_CHANNELS
 
 from ..agents import leaf_evaluator
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import console_script, terminate_workers
+from ..cli import console_script, report_error, terminate_workers
 from ..config import (
     ConfigError,
     config_from_dict,
@@ -73,6 +74,7 @@ from .replay import ReplayBuffer, ReplayError, remove_stray_files, shard_path, w
 from .selfplay import GameData, concat, play_games, worker_play
 
 PROG = "colony-zero"
+_error = functools.partial(report_error, PROG)
 TRAINER = "colony-zero"
 RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games",
                   "eval_simulations", "eval_max_plies", "eval_opponents", "parallel_games", "keep_checkpoints")
@@ -324,11 +326,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR after its last finished generation")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
-
-
-def _error(msg: str) -> int:
-    print(f"{PROG}: error: {msg}", file=sys.stderr)
-    return 2
 
 
 @console_script
