@@ -11,7 +11,9 @@ server keeps running whatever a request holds):
     POST /api/games/{id}/move           {action} or {move: "d10-d7"}: a human move
     GET  /api/games/{id}/explain        ?from=e4[&to=e6]: why that click is not a legal action
     POST /api/games/{id}/step           the agent to move plays one move (in a worker, time-limited)
-    POST /api/games/{id}/undo           back to before the last human move (or one ply between agents)
+    POST /api/games/{id}/undo           back to before the last human move (or one ply between agents); a
+                                        finished game is recorded as it ended and cannot be undone
+    GET  /api/games/{id}/record         the game so far as one games.jsonl record
     POST /api/games/{id}/resign         {colour}: a human side resigns
     POST /api/records?name=FILE         a games.jsonl file's text: keeps it for replay
     GET  /api/records/{id}              its games
@@ -71,7 +73,9 @@ SEED_HIGH = 2**62  # range of the per-move seeds drawn from a game's generator
 DEFAULT_WORKERS = 2
 DEFAULT_THINK_LIMIT = 120.0  # seconds; a fresh install compiles the search kernels on first use
 DEFAULT_MAX_GAMES = 64
-SUGGESTED_AGENTS = ("random", "greedy", "mcts:200")
+# the menus: the shipped networks by name first (agent_specs.SHIPPED_AGENTS), then the built-in agents
+SUGGESTED_AGENTS = ("zero", "zero:az:200", "ppo", "ppo:mcts:200", "mcts:200", "greedy", "random")
+SUGGESTED_ANALYSERS = ("zero", "zero:az:200", "ppo", "ppo:mcts:200", "mcts:200")
 
 
 @dataclass
@@ -208,6 +212,10 @@ class Game:
     def undo(self) -> None:
         if self.thinking:
             raise _error(409, "an agent is thinking; undo when it has moved")
+        if self.over:  # its record is written: taking moves back would leave it there, or write a second one
+            how = f"{self.resigned} resigned" if self.resigned else self.state.end_reason
+            raise _error(409, f"the game is over ({how}) and recorded as it ended; start a new game, "
+                              "or study it in the Replay tab")
         humans = [c for c in COLOURS if self.players[c] == HUMAN]
         if not self.actions:
             raise _error(409, "nothing to undo: no move has been played")
@@ -321,7 +329,8 @@ class App:
         return JSONResponse({
             "spec_help": SPEC_HELP,
             "agents": [HUMAN, *SUGGESTED_AGENTS, *(f"checkpoint:{c}" for c in checkpoints)],
-            "analysers": [f"checkpoint:{c}" for c in checkpoints] + [f"checkpoint:{c}:mcts:200" for c in checkpoints],
+            "analysers": [*SUGGESTED_ANALYSERS, *(f"checkpoint:{c}" for c in checkpoints),
+                          *(f"checkpoint:{c}:mcts:200" for c in checkpoints)],
             "records": self.records.summaries(),
             "load_errors": self.load_errors,
             "think_limit": self.config.think_limit,
@@ -434,8 +443,11 @@ class App:
         game = self._game(request.path_params["gid"])
         await _parsed(request, EMPTY)
         game.undo()
-        game.saved = None  # the game goes on; if it ends again, that ending is saved too
         return JSONResponse(game.view())
+
+    async def get_record(self, request: Request) -> JSONResponse:
+        """The game so far as one games.jsonl record (the page's Download)."""
+        return JSONResponse(self._game(request.path_params["gid"]).record().to_json())
 
     async def resign(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
@@ -600,6 +612,7 @@ def create_app(config: WebConfig | None = None) -> Starlette:
         Route("/api/games/{gid}/explain", state.explain),
         Route("/api/games/{gid}/step", state.step, methods=["POST"]),
         Route("/api/games/{gid}/undo", state.undo, methods=["POST"]),
+        Route("/api/games/{gid}/record", state.get_record),
         Route("/api/games/{gid}/resign", state.resign, methods=["POST"]),
         Route("/api/records", state.upload_records, methods=["POST"]),
         Route("/api/records/{rid}", state.get_records),

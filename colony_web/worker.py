@@ -28,6 +28,7 @@ from .views import action_cells
 
 CACHE_SIZE = 8  # agents and analysers kept per worker process
 TOP_MOVES = 8  # default number of moves listed by an analysis
+PV_PLIES = 6  # moves of the principal variation shown
 
 
 class JobError(ValueError):
@@ -121,38 +122,99 @@ class Analyser:
     def value(self, state: ce.GameState) -> tuple[float, float]:
         """(value for the mover, the value head's raw output): V = head + Phi as in training, within [-1, 1]."""
         head = float(self.policy.policy(state)[2])
-        potential = 0.0
+        return self._shaped(np.array([head]), [state])[0], head
+
+    def _shaped(self, heads: np.ndarray, states: list[ce.GameState]) -> list[float]:
+        """V = head + Phi (with reward shaping the head learns V - Phi), clipped to [-1, 1]."""
+        potential = np.zeros(len(states))
         if self.shaping_scale:
             from colony_training.ppo import shaping
-            potential = float(shaping.mover_potential(state.to_array()[None], self.shaping_scale)[0])
-        return min(1.0, max(-1.0, head + potential)), head
 
-    def _search(self, state: ce.GameState, rng: np.random.Generator) -> tuple[list[tuple[int, int, float | None]], int]:
-        """([(action, visits, mean return for the mover or None)], simulations) of one search from `state`."""
+            potential = shaping.mover_potential(np.stack([s.to_array() for s in states]), self.shaping_scale)
+        return [min(1.0, max(-1.0, float(h + p))) for h, p in zip(heads, potential)]
+
+    def values(self, states: list[ce.GameState]) -> list[float]:
+        """`value(s)[0]` of many ongoing positions, batched (the value graph)."""
+        from .network import head_values
+
+        return self._shaped(head_values(self.policy.model, states), states) if states else []
+
+    def _policy_line(self, state: ce.GameState, plies: int) -> list[int]:
+        """The network's most likely move, ply after ply, while the game goes on."""
+        line: list[int] = []
+        while len(line) < plies and not state.is_over:
+            ids, probs, _ = self.policy.policy(state)
+            line.append(int(ids[int(np.argmax(probs))]))
+            state = ce.apply_action(state, line[-1])
+        return line
+
+    def _line_cells(self, state: ce.GameState, line: list[int]) -> list[dict[str, Any]]:
+        out = []
+        for a in line:
+            out.append({**action_cells(a, state), "action": a, "mover": str(state.to_move)})
+            state = ce.apply_action(state, a)
+        return out
+
+    def _search(self, state: ce.GameState, rng: np.random.Generator
+                ) -> tuple[list[tuple[int, int, float | None]], int, int, list[int]]:
+        """([(action, visits, mean return for the mover or None)], simulations, the move the agent plays,
+        the tree's own line after it) of one search from `state`."""
         if callable(getattr(self.searcher, "mcts_search", None)):
             root = self.searcher.mcts_search(state, rng)
             kids = [(n.action, n.explore_count, n.total_reward / n.explore_count if n.explore_count else None)
                     for n in root.children]
-        else:
-            res = self.searcher.analyse(state, rng)
-            kids = [(int(a), int(n), float(q) if n else None) for a, n, q in zip(res.actions, res.visits, res.q)]
-        return kids, sum(n for _, n, _ in kids)
+            line, node = [], root
+            while node.children and len(line) < PV_PLIES:  # the tree's principal variation: most visits
+                node = max(node.children, key=lambda n: n.explore_count)
+                if node.explore_count == 0:
+                    break
+                line.append(int(node.action))
+            best = line[0] if line else int(kids[0][0])
+            return kids, sum(n for _, n, _ in kids), best, line[1:]
+        res = self.searcher.analyse(state, rng)
+        kids = [(int(a), int(n), float(q) if n else None) for a, n, q in zip(res.actions, res.visits, res.q)]
+        return kids, sum(n for _, n, _ in kids), int(res.action), []  # the compiled tree keeps only its root
 
     def analyse(self, state: ce.GameState, top: int, seed: int) -> dict[str, Any]:
-        out: dict[str, Any] = {"policy": None, "value": None, "search": None, "shaping_scale": self.shaping_scale}
+        """Top moves, value, the best move and a principal variation (`pv`), and the ownership map.
+
+        The line starts with the move the agent would play (the search's choice, else the policy's
+        most likely move); a search tree that keeps its nodes (`mcts:N`) goes on along its most
+        visited children, and the network's most likely moves continue it to PV_PLIES (`pv_source`).
+        """
+        out: dict[str, Any] = {"policy": None, "value": None, "search": None, "shaping_scale": self.shaping_scale,
+                               "ownership": None, "pv": [], "pv_source": None, "best": None}
+        line: list[int] = []
         if self.policy is not None:
             ids, probs, _ = self.policy.policy(state)
             order = np.argsort(-probs, kind="stable")[:top]
             out["policy"] = [{**action_cells(int(ids[i]), state), "action": int(ids[i]), "prob": float(probs[i])}
                              for i in order]
             out["value"], out["value_head"] = self.value(state)
+            from .network import ownership
+
+            out["ownership"] = ownership(self.policy.model, state)
+            line = [int(ids[order[0]])]
+            out["pv_source"] = "policy"
         if self.searcher is not None:
-            kids, simulations = self._search(state, np.random.default_rng(seed))
+            kids, simulations, best, tree_line = self._search(state, np.random.default_rng(seed))
             kids = sorted((k for k in kids if k[1] > 0), key=lambda k: (-k[1], -(k[2] or 0.0)))  # searched moves only
             out["search"] = {
                 "simulations": simulations,
                 "moves": [{**action_cells(a, state), "action": a, "visits": n, "q": q} for a, n, q in kids[:top]],
             }
+            line = [best, *tree_line]
+            out["pv_source"] = "search" if not tree_line else "search tree"
+        if line:
+            after = state
+            for a in line:
+                after = ce.apply_action(after, a)
+            if self.policy is not None and len(line) < PV_PLIES:
+                line += self._policy_line(after, PV_PLIES - len(line))
+                if out["pv_source"] != "policy":
+                    out["pv_source"] += ", then the network's most likely moves"
+            out["pv"] = self._line_cells(state, line)
+            out["best"] = out["pv"][0]["notation"]
         return out
 
 
@@ -170,13 +232,15 @@ def values(spec: str, states: list[np.ndarray]) -> list[float | None]:
     analyser = _analyser(spec)
     if analyser.policy is None:
         raise JobError(f"{spec!r} has no value head: the value graph needs checkpoint:PATH")
+    positions = [ce.GameState.from_array(p) for p in states]
+    ongoing = [s for s in positions if not s.is_over]
+    mover_values = iter(analyser.values(ongoing))
     out: list[float | None] = []
-    for packed in states:
-        state = ce.GameState.from_array(packed)
+    for state in positions:
         if state.is_over:
             out.append(state.rewards()[0])
             continue
-        v = analyser.value(state)[0]
+        v = next(mover_values)
         out.append(v if state.to_move == ce.RED else -v)
     return out
 

@@ -22,6 +22,18 @@ const ui = {
   valuesKey: "",
   analysis: null,
   analysisKey: "",
+  shownValues: [],     // the graph drawn (kept while a new analyser's values arrive)
+  thinkingSince: 0,    // when the agent to move started thinking (ms), for the elapsed time shown
+  clock: null,
+};
+
+// docs/rules.md R6.2: why a game ended, in words
+const END_WORDS = {
+  connected23: "23 satellites are connected (R6.2.1)",
+  grace: "the grace moves are over (R6.2.2)",
+  passes: "two passes in a row (R6.2.3)",
+  ply_limit: "the ply limit was reached (R6.2.4)",
+  resignation: "resignation",
 };
 
 function cellName(i) { return FILES[i % SIZE] + (SIZE - Math.floor(i / SIZE)); }
@@ -108,6 +120,7 @@ function drawBoard() {
     el("text", { x: MARGIN + SIZE * CELL + 15, y: MARGIN + k * CELL + CELL / 2 + 4, class: "coord" }, svg, String(SIZE - k));
   }
   if (!pos) return;
+  drawOwnership(svg, pos);
   // colonies: a tinted patch per cell in the controller's colour (totals are drawn above the satellites)
   for (const col of pos.colonies) {
     const who = col.controller || "none";
@@ -142,6 +155,7 @@ function drawBoard() {
   }
   drawTargets(svg, legal);
   drawHints(svg);
+  drawEndBanner(svg, pos);
   const hits = el("g", {}, svg);
   for (let i = 0; i < SIZE * SIZE; i++) {
     const [x, y] = cellXY(i);
@@ -169,21 +183,73 @@ function drawTargets(svg, legal) {
   }
 }
 
-function drawHints(svg) {
-  const a = ui.analysis;
-  if (!a || !$("analyse").checked) return;
+function currentAnalysis() {
   const pos = currentPosition();
-  if (!pos || JSON.stringify(pos.state) !== ui.analysisKey) return;
-  const percent = (p) => `${(p * 100).toFixed(p < 0.1 ? 1 : 0)}%`;
-  // a search's visit counts when there is one (what the agent would play on), else the policy
-  const list = a.search ? a.search.moves.map((m) => [m, m.visits / Math.max(1, a.search.simulations), `${m.visits}`, "search"])
-    : a.policy ? a.policy.map((m) => [m, m.prob, percent(m.prob), "policy"]) : [];
-  for (const [m, share, label, kind] of list.slice(0, 5)) {
-    if (m.from === null) continue;
-    const [x1, y1] = centre(m.from), [x2, y2] = centre(m.to);
-    arrow(m.from, m.to, { class: `hint ${kind}`, "stroke-width": 2 + 10 * share, "data-move": m.notation }, svg, 10);
-    el("text", { x: x1 + 0.62 * (x2 - x1) + 4, y: y1 + 0.62 * (y2 - y1) - 6, class: "hint-label" }, svg, label);
+  return $("analyse").checked && ui.analysis && pos && JSON.stringify(pos.state) === ui.analysisKey ? ui.analysis : null;
+}
+
+function drawOwnership(svg, pos) {
+  const a = currentAnalysis();
+  if (!a || !a.ownership || !$("ownership").checked) return;
+  const g = el("g", { class: "ownership" }, svg);
+  a.ownership.forEach((v, i) => {  // red's view: +1 red will control this cell's colony, -1 blue
+    if (Math.abs(v) < 0.05) return;
+    const [x, y] = cellXY(i);
+    el("rect", { x: x + 1, y: y + 1, width: CELL - 2, height: CELL - 2, class: `own ${v > 0 ? "red" : "blue"}`,
+      "fill-opacity": (0.7 * Math.sqrt(Math.abs(v))).toFixed(2), "data-cell": cellName(i), "data-own": v }, g);
+  });
+}
+
+function analysisRows(a) {
+  // one row per move: the search's visits first (what the agent plays on), then the policy's probability
+  const rows = new Map();
+  for (const m of a.policy || []) rows.set(m.notation, { move: m.notation, from: m.from, to: m.to, prob: m.prob });
+  for (const m of (a.search && a.search.moves) || []) {
+    rows.set(m.notation, { ...(rows.get(m.notation) || { move: m.notation, from: m.from, to: m.to }), visits: m.visits, q: m.q });
   }
+  return [...rows.values()].sort((x, y) => ((y.visits || 0) - (x.visits || 0)) || ((y.prob || 0) - (x.prob || 0)));
+}
+
+function drawHints(svg) {
+  const a = currentAnalysis();
+  if (!a) return;
+  const rows = analysisRows(a).slice(0, 5);
+  const total = a.search ? Math.max(1, a.search.simulations) : 1;
+  const placed = [];
+  rows.forEach((r, k) => {
+    if (r.from === null || r.from === undefined) return;
+    const share = a.search ? (r.visits || 0) / total : (r.prob || 0);
+    const kind = a.search ? "search" : "policy";
+    arrow(r.from, r.to, { class: `hint ${kind}` + (k === 0 ? " best" : ""), "stroke-width": 2 + 10 * share, "data-move": r.move }, svg, 10);
+    // the move's rank in a disc near its target, moved aside when another disc is there (moves along one line)
+    const [x1, y1] = centre(r.from), [x2, y2] = centre(r.to);
+    let x = x1 + 0.72 * (x2 - x1), y = y1 + 0.72 * (y2 - y1);
+    while (placed.some(([px, py]) => Math.hypot(px - x, py - y) < 16)) { x += 15; y -= 9; }
+    placed.push([x, y]);
+    const g = el("g", { class: `hint-rank ${kind}`, "data-move": r.move }, svg);
+    el("circle", { cx: x, cy: y, r: 8 }, g);
+    el("text", { x, y }, g, String(k + 1));
+  });
+  if ($("show-pv").checked) {
+    (a.pv || []).forEach((m, k) => {
+      if (m.to === null) return;
+      const [x, y] = cellXY(m.to);
+      const g = el("g", { class: `pv-mark ${m.mover}`, "data-move": m.notation }, svg);
+      el("rect", { x: x + CELL - 17, y: y + CELL - 17, width: 15, height: 15, rx: 3 }, g);
+      el("text", { x: x + CELL - 9.5, y: y + CELL - 9.5 }, g, String(k + 1));
+    });
+  }
+}
+
+function drawEndBanner(svg, pos) {
+  if (!pos.over) return;
+  const who = pos.result === "draw" ? "draw" : `${pos.result} wins`;
+  const why = pos.end_reason === "resignation" ? `${pos.resigned} resigned` : (END_WORDS[pos.end_reason] || pos.end_reason);
+  const g = el("g", { class: `end-banner ${pos.result}`, id: "end-banner" }, svg);
+  el("rect", { x: MARGIN + 40, y: MARGIN + 195, width: SIZE * CELL - 80, height: 110, rx: 10 }, g);
+  el("text", { x: MARGIN + SIZE * CELL / 2, y: MARGIN + 240, class: "end-title" }, g, who);
+  el("text", { x: MARGIN + SIZE * CELL / 2, y: MARGIN + 275, class: "end-why" }, g,
+    `${why} \u00b7 colonies ${pos.controlled.red}:${pos.controlled.blue}`);
 }
 
 // ---------------------------------------------------------------- side panel
@@ -215,7 +281,8 @@ function drawFacts() {
   lines.push(`connected: red ${pos.connected.red}, blue ${pos.connected.blue} (${pos.connected.red + pos.connected.blue} of 23 ends the game)`);
   if (st.finished) lines.push(`${st.finished} finished; ${st.finished === "red" ? "blue" : "red"} has ${st.grace_left} grace move${st.grace_left === 1 ? "" : "s"} left`);
   const lead = pos.leader === "draw" ? "level" : `${pos.leader} ahead`;
-  lines.push(`colonies controlled: red ${pos.controlled.red}, blue ${pos.controlled.blue} \u2014 score as it stands: ${lead}`);
+  const score = pos.over ? `final score: ${pos.result === "draw" ? "draw" : pos.result + " wins"} (R7)` : `score as it stands: ${lead}`;
+  lines.push(`colonies controlled: red ${pos.controlled.red}, blue ${pos.controlled.blue} \u2014 ${score}`);
   for (const text of lines) {
     const d = document.createElement("div");
     d.textContent = text;
@@ -229,6 +296,8 @@ function drawFacts() {
     facts.appendChild(d);
   }
   $("result").textContent = describeResult(pos);
+  $("result").className = pos.over ? `over ${pos.result}` : "";
+  $("result-detail").textContent = pos.over ? (pos.end_reason === "resignation" ? "" : END_WORDS[pos.end_reason] || "") : "";
 }
 
 function drawMoves() {
@@ -253,16 +322,21 @@ function drawStatus() {
   if (ui.tab === "play" && ui.game) {
     const g = ui.game;
     const names = `red: ${g.players.red} \u00b7 blue: ${g.players.blue}`;
-    if (g.over) s.textContent = `${names} \u2014 game over`;
-    else if (g.thinking || ui.busy) s.textContent = `${names} \u2014 ${g.state.to_move} (${g.players[g.state.to_move]}) is thinking\u2026`;
-    else s.textContent = `${names} \u2014 ${g.state.to_move} to move`;
+    const turn = `<i class="turn ${g.state.to_move}"></i>`;
+    const esc = (t) => t.replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
+    if (g.over) s.innerHTML = `${esc(names)} \u2014 game over`;
+    else if (ui.thinkingSince) {
+      const secs = Math.floor((Date.now() - ui.thinkingSince) / 1000);
+      s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} (${esc(g.players[g.state.to_move])}) is thinking\u2026 ${secs} s`;
+    } else if (g.thinking || ui.busy) s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} (${esc(g.players[g.state.to_move])}) is thinking\u2026`;
+    else s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} to move`;
   } else if (ui.tab === "replay" && ui.replay) {
     const r = ui.replay;
     s.textContent = `${r.name} game ${r.index}: ${r.agents.red} (red) vs ${r.agents.blue} (blue) \u2014 ${r.result} by ${r.end_reason}`;
   } else s.textContent = "";
   const g = ui.game;
   const humanSide = g && !g.over && ["red", "blue"].some((c) => g.players[c] === "human");
-  $("undo").disabled = !g || ui.busy || g.moves.length === 0;
+  $("undo").disabled = !g || ui.busy || g.moves.length === 0 || g.over;
   $("resign").disabled = !humanSide || ui.busy;
   $("pass").disabled = !(g && g.legal && g.legal.pass !== null) || ui.busy;
   const watching = g && g.players.red !== "human" && g.players.blue !== "human";
@@ -360,9 +434,17 @@ function pump() {
 async function step() {
   if (!agentToMove() || ui.busy || ui.paused) return;
   const id = ui.game.id;
-  if (await change("step")) {
-    if (ui.game.id === id) pump();
+  ui.thinkingSince = Date.now();
+  ui.clock = setInterval(drawStatus, 1000);  // the elapsed time of the agent's search
+  let ok;
+  try {
+    ok = await change("step");
+  } finally {
+    clearInterval(ui.clock);
+    ui.thinkingSince = 0;
+    drawStatus();
   }
+  if (ok && ui.game.id === id) pump();
 }
 
 async function explain(from, to) {
@@ -501,7 +583,7 @@ async function refreshAnalysis() {
 
 async function refreshValues(spec) {
   const key = spec + "|" + (ui.tab === "play" ? (ui.game && ui.game.id) : (ui.replay && `${ui.replay.name}:${ui.replay.index}`));
-  if (ui.valuesKey !== key) { ui.values = []; ui.valuesKey = key; }
+  if (ui.valuesKey !== key) { if (ui.values.length) ui.shownValues = ui.values; ui.values = []; ui.valuesKey = key; }
   const n = shownStates();
   if (ui.tab === "play" && ui.game && ui.values.length > n) ui.values.length = n;  // after an undo
   if (ui.values.length >= n) { drawAnalysisPanel(); return; }
@@ -509,7 +591,7 @@ async function refreshValues(spec) {
     : { analyser: spec, states: ui.replay.positions.slice(ui.values.length).map((p) => p.state) };
   try {
     const r = await api("POST", "/api/values", body);
-    if (ui.valuesKey === key) ui.values = ui.values.concat(r.red_values);
+    if (ui.valuesKey === key) { ui.values = ui.values.concat(r.red_values); ui.shownValues = []; }
   } catch (e) {
     if (!/value head/.test(e.message)) say(`value graph: ${e.message}`, "error");
   }
@@ -518,7 +600,7 @@ async function refreshValues(spec) {
 
 function drawAnalysisPanel() {
   const on = $("analyse").checked;
-  const a = on && ui.analysis && currentPosition() && JSON.stringify(currentPosition().state) === ui.analysisKey ? ui.analysis : null;
+  const a = currentAnalysis();
   $("value-bar").classList.toggle("hidden", !(a && a.value !== null));
   const shaped = a && a.value !== null && a.shaping_scale > 0;
   $("value-note").classList.toggle("hidden", !shaped);
@@ -529,47 +611,111 @@ function drawAnalysisPanel() {
     $("value-red").style.width = `${(p * 100).toFixed(1)}%`;
     $("value-text").textContent = `red ${(p * 100).toFixed(0)}% \u00b7 blue ${(100 - p * 100).toFixed(0)}%`;
   }
+  $("ownership-row").classList.toggle("hidden", !(a && a.ownership));
+  $("analysis-options").classList.toggle("hidden", !a);
+  const pv = $("pv");
+  pv.classList.toggle("hidden", !(a && a.pv && a.pv.length));
+  pv.replaceChildren();
+  if (a && a.pv && a.pv.length) {
+    const b = document.createElement("b");
+    b.textContent = "line: ";
+    b.title = `principal variation: ${a.pv_source}`;
+    pv.appendChild(b);
+    a.pv.forEach((m, k) => {
+      const span = document.createElement("span");
+      span.className = `pv-move ${m.mover}`;
+      span.textContent = `${k + 1}. ${m.notation}`;
+      pv.appendChild(span);
+    });
+    const src = document.createElement("small");
+    src.textContent = ` (${a.pv_source})`;
+    pv.appendChild(src);
+  }
   const table = $("top-moves");
   table.classList.toggle("hidden", !a);
   const head = table.querySelector("thead tr"), body = table.querySelector("tbody");
   head.replaceChildren();
   body.replaceChildren();
   if (a) {
-    const columns = [["move", (r) => r.move]];
+    const columns = [["#", (r, k) => String(k + 1)], ["move", (r, k) => (r.move === a.best ? `\u2605 ${r.move}` : r.move)]];
     if (a.policy) columns.push(["policy", (r) => (r.prob === undefined ? "" : `${(r.prob * 100).toFixed(1)}%`)]);
     if (a.search) {
       columns.push([`visits (of ${a.search.simulations})`, (r) => (r.visits === undefined ? "" : String(r.visits))]);
-      columns.push(["mean return", (r) => (r.q === undefined || r.q === null ? "" : r.q.toFixed(2))]);
+      columns.push([`${a.to_move} wins`, (r) => (r.q === undefined || r.q === null ? "" : `${((r.q + 1) * 50).toFixed(0)}%`)]);
     }
     for (const [name] of columns) { const th = document.createElement("th"); th.textContent = name; head.appendChild(th); }
-    const rows = new Map();
-    for (const m of a.policy || []) rows.set(m.notation, { move: m.notation, prob: m.prob });
-    for (const m of (a.search && a.search.moves) || []) rows.set(m.notation, { ...(rows.get(m.notation) || { move: m.notation }), visits: m.visits, q: m.q });
-    for (const r of rows.values()) {
+    analysisRows(a).forEach((r, k) => {
       const tr = document.createElement("tr");
-      for (const [, cell] of columns) { const td = document.createElement("td"); td.textContent = cell(r); tr.appendChild(td); }
+      if (r.move === a.best) { tr.className = "best"; tr.title = "the move the analyser would play"; }
+      tr.dataset.move = r.move;
+      columns.forEach(([, cell]) => { const td = document.createElement("td"); td.textContent = cell(r, k); tr.appendChild(td); });
       body.appendChild(tr);
-    }
+    });
   }
   drawGraph(on);
 }
 
 function drawGraph(on) {
   const svg = $("value-graph");
-  const vals = ui.values;
+  const vals = ui.values.length ? ui.values : ui.shownValues;  // the old graph stays until the new one is in
   svg.classList.toggle("hidden", !(on && vals.length > 0));
   svg.replaceChildren();
   if (!on || vals.length === 0) return;
-  const W = Math.max(100, Math.round(svg.getBoundingClientRect().width)) || 300, H = 90, n = Math.max(1, shownStates() - 1);
+  const W = Math.max(100, Math.round(svg.getBoundingClientRect().width)) || 300, H = 100, B = 14, n = Math.max(1, shownStates() - 1);
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`);  // drawn in pixels: text keeps its shape at any width
-  const x = (k) => 4 + (W - 8) * k / n, y = (v) => 4 + (H - 8) * (1 - (v + 1) / 2);
+  const x = (k) => 4 + (W - 8) * k / n, y = (v) => 4 + (H - B - 8) * (1 - (v + 1) / 2);
   el("line", { x1: 0, y1: y(0), x2: W, y2: y(0), stroke: "#bbb", "stroke-dasharray": "3 3" }, svg);
+  const step = [10, 20, 50, 100, 200, 500, 1000].find((s) => n / s <= 8) || 2000;
+  for (let k = 0; k <= n; k += step) {  // ply labels
+    el("line", { x1: x(k), y1: H - B - 2, x2: x(k), y2: H - B + 2, stroke: "#999" }, svg);
+    el("text", { x: x(k), y: H - 2, "font-size": 10, fill: "#666", "text-anchor": "middle", class: "ply-label" }, svg, String(k));
+  }
   const pts = vals.map((v, k) => (v === null ? null : `${x(k).toFixed(1)},${y(v).toFixed(1)}`)).filter((p) => p);
   el("polyline", { points: pts.join(" "), fill: "none", stroke: "#c33", "stroke-width": 2, class: "value-line" }, svg);
   const cur = ui.tab === "replay" ? ui.ply : shownStates() - 1;
-  el("line", { x1: x(cur), y1: 0, x2: x(cur), y2: H, stroke: "#f1c40f", "stroke-width": 2 }, svg);
+  el("line", { x1: x(cur), y1: 0, x2: x(cur), y2: H - B, stroke: "#f1c40f", "stroke-width": 2 }, svg);
   el("text", { x: 6, y: 12, "font-size": 10, fill: "#c33" }, svg, "red wins");
-  el("text", { x: 6, y: H - 4, "font-size": 10, fill: "#36c" }, svg, "blue wins");
+  el("text", { x: 6, y: H - B - 4, "font-size": 10, fill: "#36c" }, svg, "blue wins");
+  svg.onclick = ui.tab !== "replay" ? null : (e) => {  // click: jump to that ply
+    const r = svg.getBoundingClientRect();
+    gotoPly(Math.round(((e.clientX - r.left) * W / r.width - 4) / (W - 8) * n));
+  };
+  svg.classList.toggle("clickable", ui.tab === "replay");
+}
+
+async function copyText(text, what) {
+  try {
+    await navigator.clipboard.writeText(text);
+    say(`${what} copied`, "info");
+  } catch (e) {  // no clipboard (an insecure origin): show it to copy by hand
+    say(text, "info");
+  }
+}
+
+function movesText() {
+  const src = ui.tab === "play" ? ui.game : ui.replay;
+  if (!src) return "";
+  return src.moves.map((m, k) => (k % 2 === 0 ? `${k / 2 + 1}. ${m}` : m)).join(" ");
+}
+
+async function downloadRecord() {
+  let rec;
+  if (ui.tab === "play") {
+    if (!ui.game) return;
+    rec = await api("GET", `/api/games/${ui.game.id}/record`);
+  } else {
+    if (!ui.replay) return;
+    const r = ui.replay;
+    rec = { format: "colony-game-record", agents: r.agents, initial_state: r.positions[0].state, actions: r.actions,
+      moves: r.moves, result: r.result, end_reason: r.end_reason, plies: r.actions.length,
+      final_state: r.positions[r.positions.length - 1].state, meta: { source: r.name } };
+  }
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(new Blob([JSON.stringify(rec) + "\n"], { type: "application/json" }));
+  a.download = "game.jsonl";
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
 }
 
 // ---------------------------------------------------------------- wiring
@@ -594,12 +740,20 @@ function fillDatalist(id, items) {
 async function init() {
   for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => setTab(b.dataset.tab));
   $("new-game").addEventListener("click", newGame);
-  $("undo").addEventListener("click", () => { ui.paused = false; change("undo").then(pump); });
+  $("undo").addEventListener("click", () => { ui.paused = false; say(""); change("undo").then(pump); });
   $("resign").addEventListener("click", () => {
     const g = ui.game;
     const me = g.players[g.state.to_move] === "human" ? g.state.to_move : (g.players.red === "human" ? "red" : "blue");
-    change("resign", { colour: me });
+    if (window.confirm(`Resign as ${me}? The game ends and is recorded as a loss for ${me}.`)) change("resign", { colour: me });
   });
+  $("copy-moves").addEventListener("click", () => copyText(movesText(), "moves"));
+  $("copy-position").addEventListener("click", () => {
+    const pos = currentPosition();
+    if (pos) copyText(JSON.stringify(pos.state), "position (docs/rules.md R9)");
+  });
+  $("download").addEventListener("click", () => downloadRecord().catch((e) => say(e.message, "error")));
+  $("ownership").addEventListener("change", drawBoard);
+  $("show-pv").addEventListener("change", drawBoard);
   $("pass").addEventListener("click", () => play(ui.game.legal.pass));
   $("pause").addEventListener("click", () => { ui.paused = !ui.paused; drawStatus(); pump(); });
   $("speed").addEventListener("input", () => { $("speed-text").textContent = `${$("speed").value} ms`; });
@@ -612,9 +766,11 @@ async function init() {
   $("last").addEventListener("click", () => gotoPly(Infinity));
   $("ply").addEventListener("change", () => gotoPly(Number($("ply").value)));
   $("analyse").addEventListener("change", () => { ui.analysis = null; render(); });
-  $("analyser").addEventListener("change", () => { ui.analysis = null; ui.values = []; render(); });
+  $("analyser").addEventListener("change", () => { ui.analysis = null; if (ui.values.length) ui.shownValues = ui.values; ui.values = []; render(); });
   document.addEventListener("keydown", (e) => {
-    if (ui.tab !== "replay" || e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+    if (ui.tab !== "replay" || e.target.tagName === "INPUT") return;
+    // on a menu, up/down still choose in it, but left/right step the game (they would change the menu too)
+    if (e.target.tagName === "SELECT" && e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
     const moves = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
     if (e.key in moves) {
       e.preventDefault();
@@ -632,7 +788,8 @@ async function init() {
     say(e.message, "error");
   }
   const params = new URLSearchParams(location.search);
-  for (const key of ["red", "blue", "seed", "max-plies"]) if (params.has(key)) $(key).value = params.get(key);
+  for (const key of ["red", "blue", "seed", "max-plies", "analyser"]) if (params.has(key)) $(key).value = params.get(key);
+  if (params.get("analyse") === "1") $("analyse").checked = true;
   if (params.get("tab") === "replay") setTab("replay");
   else if (params.has("game")) openGame(params.get("game"));
   else newGame();

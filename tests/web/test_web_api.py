@@ -494,3 +494,44 @@ def test_the_same_record_file_uploaded_twice_is_held_once(client):
     b = upload(client, text, "twice.jsonl")
     assert (a.status_code, b.status_code) == (201, 200) and a.json()["id"] == b.json()["id"]
     assert [f["name"] for f in client.get("/api/info").json()["records"]].count("twice.jsonl") == 1
+
+
+def test_a_finished_game_cannot_be_undone_and_is_recorded_once(client, out_dir):
+    def lines() -> int:
+        path = out_dir / RECORD_FILE
+        return len(path.read_text().splitlines()) if path.exists() else 0
+
+    g = new_game(client, red="random", blue="greedy", seed=8, max_plies=4)  # a watched game, played out
+    v = g
+    while not v["over"]:
+        v = client.post(f"/api/games/{g['id']}/step").json()
+    saved = lines()
+    assert "recorded as it ended" in error_of(client.post(f"/api/games/{g['id']}/undo"), 409)
+    assert error_of(client.post(f"/api/games/{g['id']}/step"), 409).startswith("the game is over")
+    h = new_game(client, red="human", blue="random", seed=9)
+    client.post(f"/api/games/{h['id']}/move", json={"action": first_legal(h)})
+    client.post(f"/api/games/{h['id']}/step")
+    assert client.post(f"/api/games/{h['id']}/resign", json={"colour": "red"}).json()["over"]
+    assert lines() == saved + 1
+    assert "red resigned" in error_of(client.post(f"/api/games/{h['id']}/undo"), 409)
+    assert lines() == saved + 1 and client.get(f"/api/games/{h['id']}").json()["resigned"] == "red"
+    rec = client.get(f"/api/games/{h['id']}/record").json()  # the page's Download
+    assert rec["end_reason"] == "resignation" and len(rec["actions"]) == 2
+
+
+def test_the_shipped_agents_are_offered_by_name(client):
+    info = client.get("/api/info").json()
+    assert {"zero", "zero:az:200", "ppo", "mcts:200", "greedy", "random"} <= set(info["agents"])
+    assert info["analysers"][:3] == ["zero", "zero:az:200", "ppo"]
+
+
+def test_zero_analysis_has_ownership_and_a_line(client):
+    state = ce.new_game(9)
+    a = client.post("/api/analyse", json={"analyser": "zero:az:8", "state": state.to_dict(), "top": 5}).json()
+    assert len(a["ownership"]) == 100 and all(-1 <= v <= 1 for v in a["ownership"])
+    assert len(a["pv"]) >= 3 and a["best"] == a["pv"][0]["notation"]
+    movers = [m["mover"] for m in a["pv"]]
+    assert movers[:2] == ["red", "blue"]
+    for m in a["pv"]:  # a legal line from the position
+        state = ce.apply_action(state, m["action"])
+    assert client.post("/api/analyse", json={"analyser": "ppo", "state": ce.new_game(9).to_dict()}).json()["ownership"] is None

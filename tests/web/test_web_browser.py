@@ -6,7 +6,7 @@ open the analysis of the shipped checkpoint. They assert what the page shows aga
 the server's API and the engine.
 
 Screenshots go to the test's temporary folder, or to $COLONY_WEB_SCREENSHOTS when set;
-the README's picture is made with
+docs/web.md's pictures are made with
 
     COLONY_WEB_SCREENSHOTS=docs python -m pytest tests/web/test_web_browser.py
 """
@@ -309,7 +309,11 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
             assert "red finished; blue has 2 grace moves left" in text(browser, "facts")
             assert len(browser.find_elements(By.CSS_SELECTOR, "#facts .grace .bolt")) == states[ply].grace_left == 2
     analyser = browser.find_element(By.ID, "analyser")
-    assert analyser.get_attribute("value") == f"checkpoint:{SHIPPED}"  # offered by default
+    assert analyser.get_attribute("value") == "zero"  # the shipped zero network is offered first
+    offered = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#analyser-list option")]
+    assert f"checkpoint:{SHIPPED}" in offered  # and the checkpoints found under checkpoints/
+    analyser.clear()
+    analyser.send_keys(f"checkpoint:{SHIPPED}")
     browser.find_element(By.ID, "analyse").click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#top-moves tbody tr"), what="the analysis")
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#value-graph polyline"), what="the value graph")
@@ -318,8 +322,10 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
     api = _post(f"{server}/api/analyse", {"analyser": f"checkpoint:{SHIPPED}", "state": state.to_dict()})
     rows = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")]
             for tr in browser.find_elements(By.CSS_SELECTOR, "#top-moves tbody tr")]
-    assert [r[0] for r in rows] == [m["notation"] for m in api["policy"]]
-    assert [r[1] for r in rows] == [f"{m['prob'] * 100:.1f}%" for m in api["policy"]]
+    assert [r[0] for r in rows] == [str(k) for k in range(1, len(rows) + 1)]
+    assert [r[1].removeprefix("\u2605 ") for r in rows] == [m["notation"] for m in api["policy"]]
+    assert rows[0][1] == f"\u2605 {api['best']}" == f"\u2605 {api['policy'][0]['notation']}"  # the best move, marked
+    assert [r[2] for r in rows] == [f"{m['prob'] * 100:.1f}%" for m in api["policy"]]
     hints = browser.find_elements(By.CSS_SELECTOR, "line.hint.policy")
     assert [h.get_attribute("data-move") for h in hints] == [m["notation"] for m in api["policy"][:5]]
     red = api["value"] if api["to_move"] == "red" else -api["value"]
@@ -333,7 +339,7 @@ def test_analysis_view_of_the_shipped_checkpoint(browser, server, workdir, recor
     colonies = browser.find_elements(By.CSS_SELECTOR, "g.colony-group")
     assert [c.get_attribute("data-controller") for c in colonies] == [
         str(c.controller) if c.controller is not None else "none" for c in ce.colonies(state)]
-    screenshot(browser, workdir, "web_analysis.png")
+    screenshot(browser, workdir, "web_analysis_policy.png")
 
 
 def test_watching_two_agents_play_each_other(browser, server):
@@ -384,3 +390,109 @@ def test_a_displacement_by_clicking_the_landing_cell_and_the_push(browser, serve
     wait(browser, lambda d: page_game(d)["moves"] == ["c4-g4>h3"], 30)
     assert page_game(browser)["actions"] == [11174]  # the action id worked out in R10
     assert board_on_page(browser) == board_of(ce.apply_action(state, 11174))
+
+
+# --- issue 33: the player's view -------------------------------------------------------------
+ZERO_SEARCH = "zero:az:24"  # the shipped zero network's own search, small enough for CI
+
+
+def test_zero_analysis_shows_ownership_and_a_principal_variation(browser, server, workdir, record):
+    browser.set_window_size(1400, 1000)
+    try:
+        browser.get(f"{server}/?tab=replay&analyse=1&analyser={ZERO_SEARCH}")
+        wait(browser, lambda d: d.execute_script("return ui.replay && ui.replay.name") == "greedy.jsonl", 60)
+        browser.find_element(By.ID, "ply").clear()
+        browser.find_element(By.ID, "ply").send_keys(str(ANALYSED_PLY), Keys.ENTER)
+        wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pv .pv-move")) >= 3, what="the principal variation")
+        wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#value-graph polyline"), what="the value graph")
+        owned = browser.execute_script("return [...document.querySelectorAll('rect.own')].map(e => e.getAttribute('class'))")
+        assert owned and {c.split()[1] for c in owned} <= {"red", "blue"}
+        a = browser.execute_script("return ui.analysis")
+        assert len(a["ownership"]) == 100 and a["search"]["simulations"] == 24 and a["pv_source"].startswith("search")
+        pv = browser.execute_script("return [...document.querySelectorAll('#pv .pv-move')].map(e => e.textContent)")
+        assert pv == [f"{k + 1}. {m['notation']}" for k, m in enumerate(a["pv"])]
+        state = record.replay()[ANALYSED_PLY]  # the line is legal move after move, from the shown position
+        for m in a["pv"]:
+            state = ce.apply_action(state, m["action"])
+        rows = browser.execute_script("return [...document.querySelectorAll('#top-moves tbody tr')]"
+                                      ".map(r => [r.className, ...[...r.cells].map(c => c.textContent)])")
+        visits = [int(r[4] or 0) for r in rows]
+        assert visits == sorted(visits, reverse=True)  # searched moves first, the most visited on top
+        assert rows[0][0] == "best" and rows[0][2] == f"\u2605 {a['best']}" and a["best"] == a["pv"][0]["notation"]
+        assert browser.find_element(By.CSS_SELECTOR, "#top-moves th:last-child").text == f"{state_mover(record)} wins"
+        centres = browser.execute_script("return [...document.querySelectorAll('g.hint-rank circle')]"
+                                         ".map(c => [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))])")
+        assert len(centres) >= 2
+        assert all(np.hypot(x1 - x2, y1 - y2) >= 15 for i, (x1, y1) in enumerate(centres) for x2, y2 in centres[i + 1:])
+        screenshot(browser, workdir, "web_analysis.png")
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def state_mover(record: GameRecord) -> str:
+    return str(record.replay()[ANALYSED_PLY].to_move)
+
+
+def test_phone_width_shows_the_whole_board_without_sideways_scrolling(browser, server, workdir):
+    browser.set_window_size(400, 900)
+    try:
+        browser.get(f"{server}/?red=human&blue=random&seed=3&max-plies=40")
+        wait(browser, ready_for_click, what="the new game")
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+        board = browser.execute_script("const r = document.getElementById('board').getBoundingClientRect();"
+                                       "return [r.left, r.right, r.width, r.height]")
+        assert board[0] >= 0 and board[1] <= width and board[2] > 300 and abs(board[2] - board[3]) < 2
+        header = browser.find_element(By.TAG_NAME, "header").size["height"]
+        h1 = browser.find_element(By.CSS_SELECTOR, "header h1").size["height"]
+        assert header < 3 * h1 + 20  # the title and tabs on one line, the status on the next
+        click_cell(browser, "j1")  # the far corner can be clicked
+        wait(browser, lambda d: text(d, "message") != "", 30)
+        screenshot(browser, workdir, "web_phone.png")
+    finally:
+        browser.set_window_size(1280, 900)
+
+
+def test_shipped_agents_are_offered_by_name(browser, server):
+    browser.get(f"{server}/?red=human&blue=human&seed=1")
+    wait(browser, ready_for_click, what="the new game")
+    agents = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#agent-list option")]
+    analysers = [o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#analyser-list option")]
+    assert {"zero", "zero:az:200", "ppo", "mcts:200", "greedy", "random"} <= set(agents)
+    assert {"zero", "zero:az:200", "ppo"} <= set(analysers) and analysers[0] == "zero"
+    box = browser.find_element(By.ID, "analyser")  # a long spec fits its field
+    box.clear()
+    box.send_keys("checkpoint:checkpoints/colony_ppo.pt:mcts:200")
+    assert browser.execute_script("const e = document.getElementById('analyser'); return e.scrollWidth <= e.clientWidth")
+
+
+def test_arrows_on_the_game_menu_step_the_game(browser, server, record, tmp_path):
+    two = write_records(tmp_path / "two.jsonl", [greedy_record(seed=9, plies=30), greedy_record(seed=10, plies=30)])
+    browser.get(f"{server}/?tab=replay")
+    wait(browser, lambda d: d.execute_script("return ui.replay !== null"), 60)
+    browser.find_element(By.ID, "record-file").send_keys(str(two))
+    wait(browser, lambda d: d.execute_script("return ui.replay && ui.replay.name") == "two.jsonl", 60)
+    menu = browser.find_element(By.ID, "game-select")
+    browser.execute_script("arguments[0].focus()", menu)
+    menu.send_keys(Keys.ARROW_RIGHT)
+    menu.send_keys(Keys.ARROW_RIGHT)
+    wait(browser, lambda d: d.find_element(By.ID, "ply").get_attribute("value") == "2", 10)
+    assert menu.get_attribute("value") == "0" and browser.execute_script("return ui.replay.index") == 0
+    menu.send_keys(Keys.ARROW_LEFT)
+    wait(browser, lambda d: d.find_element(By.ID, "ply").get_attribute("value") == "1", 10)
+
+
+def test_undo_clears_the_last_illegal_click_message_and_the_agent_shows_its_time(browser, server):
+    browser.get(f"{server}/?red=human&blue=mcts:2500&seed=3&max-plies=40")
+    wait(browser, ready_for_click, what="the new game")
+    src = browser.find_elements(By.CSS_SELECTOR, "g.sat.movable")[0].get_attribute("data-cell")
+    click_cell(browser, src)
+    click_cell(browser, browser.find_elements(By.CSS_SELECTOR, ".target")[0].get_attribute("data-cell"))
+    wait(browser, lambda d: "is thinking\u2026" in text(d, "status") and text(d, "status").endswith(" s"), 30,
+         what="the search's elapsed time")
+    wait(browser, lambda d: len(page_game(d)["moves"]) == 2 and ready_for_click(d), what="the agent's reply")
+    click_cell(browser, "a8")  # seed 3: a blue satellite
+    wait(browser, lambda d: "R4" in text(d, "message"), 30)
+    browser.find_element(By.ID, "undo").click()
+    wait(browser, lambda d: len(page_game(d)["moves"]) == 0, 30)
+    assert text(browser, "message") == ""
