@@ -1,7 +1,7 @@
 """What the analysis reads from a loaded network beyond its policy: batched values and the ownership map.
 
 Runs in the worker processes only (it imports torch). `model` is the `PolicyValueNet` of a
-`colony_training.checkpoint.PolicyAgent`.
+`colony_training.agents.PolicyAgent`.
 """
 
 from __future__ import annotations
