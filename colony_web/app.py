@@ -11,6 +11,7 @@ server keeps running whatever a request holds):
     POST /api/games/{id}/move           {action} or {move: "d10-d7"}: a human move
     GET  /api/games/{id}/explain        ?from=e4[&to=e6]: why that click is not a legal action
     POST /api/games/{id}/step           the agent to move plays one move (in a worker, time-limited)
+    POST /api/games/{id}/stop           the searching agent plays its best move so far (its quick first pass)
     POST /api/games/{id}/undo           back to before the last human move (or one ply between agents); a
                                         finished game is recorded as it ended and cannot be undone
     GET  /api/games/{id}/record         the game so far as one games.jsonl record
@@ -27,7 +28,8 @@ writes nothing else, and nowhere else.
 
 from __future__ import annotations
 
-import json
+import asyncio
+import re
 import secrets
 import sys
 import time
@@ -141,6 +143,22 @@ def _spec(text: str, what: str) -> str:
     return parsed.text
 
 
+QUICK_SHARE = 8  # a search's quick first pass has 1/8 of its simulations (Stop plays its move)
+_SIMULATIONS = re.compile(r"(^mcts:|:mcts:|:az:)(\d+)", re.IGNORECASE)
+
+
+def quick_spec(spec: str) -> str | None:
+    """The same search with QUICK_SHARE times fewer simulations (`zero:az:200` -> `zero:az:25`), or None
+    for an agent that does not search."""
+    match = None
+    for match in _SIMULATIONS.finditer(spec):  # the last one: a checkpoint's path may hold ':mcts:' too
+        pass
+    if match is None:
+        return None
+    fewer = max(1, int(match.group(2)) // QUICK_SHARE)
+    return spec[:match.start(2)] + str(fewer) + spec[match.end(2):]
+
+
 def _readable(path: str) -> bool:
     try:
         with open(path, "rb"):
@@ -182,6 +200,8 @@ class Game:
         self.rng = np.random.default_rng(None if seed is None else [seed, 1])  # agents' per-move seeds
         self.resigned: str | None = None
         self.thinking = False
+        self.best_so_far: int | None = None  # while a search thinks: the move of its first, quick pass
+        self.stop: asyncio.Event | None = None  # set by the player's Stop
         self.saved: Path | None = None
         self.save_error: str | None = None
         self.touched = time.monotonic()
@@ -254,6 +274,8 @@ class Game:
             actions=self.actions,
             last=last,
             thinking=self.thinking,
+            best_so_far=None if self.best_so_far is None else ce.action_to_str(self.best_so_far, state),
+            stoppable=self.thinking and self.best_so_far is not None,
             resigned=self.resigned,
             legal=legal_view(state) if self.human_to_move() and not self.thinking else None,
             saved=None if self.saved is None else str(self.saved),
@@ -291,6 +313,7 @@ class App:
             self.thinker.interrupt()
 
     async def _think(self, job: str, bad_input_status: int, **kwargs: Any) -> Any:
+        """A worker job's result, its failures as HTTP errors (`thinking.Stopped` passes through)."""
         assert self.thinker is not None, "the thinker starts with the app (lifespan)"
         try:
             return await self.thinker.run(job, **kwargs)
@@ -425,19 +448,37 @@ class App:
             raise _error(409, f"{mover} ({spec}) is already thinking")
         if spec == HUMAN:
             raise _error(409, f"{mover} is yours to move: click a satellite and a target")
-        game.thinking = True
+        game.thinking, game.best_so_far, game.stop = True, None, asyncio.Event()
         try:
             before = game.state
-            action = await self._think("act", 502, spec=spec, packed=before.to_array(),
-                                       seed=int(game.rng.integers(SEED_HIGH)))
+            seed = int(game.rng.integers(SEED_HIGH))
+            quick = quick_spec(spec)
+            if quick is not None:  # a search: a short pass first, so that Stop has a move to play
+                game.best_so_far = await self._think("act", 502, spec=quick, packed=before.to_array(), seed=seed)
+            try:
+                action = await self._think("act", 502, spec=spec, packed=before.to_array(), seed=seed,
+                                           stop=game.stop if quick is not None else None)
+            except thinking.Stopped:
+                action = game.best_so_far
             try:
                 game.play(int(action))
             except ce.IllegalActionError as e:  # an agent must never do this; say so instead of crashing
                 raise _error(502, f"agent {spec} chose an illegal action: {e}") from None
         finally:
-            game.thinking = False
+            game.thinking, game.best_so_far, game.stop = False, None, None
         self._save(game)
         return JSONResponse(game.view())
+
+    async def stop(self, request: Request) -> JSONResponse:
+        """Stop the search of the agent to move: it plays the best move found so far (its quick pass)."""
+        game = self._game(request.path_params["gid"])
+        await _parsed(request, EMPTY)
+        if not game.thinking or game.stop is None:
+            raise _error(409, "nothing to stop: no agent is thinking")
+        if game.best_so_far is None:
+            raise _error(409, "the search has no move yet (its first, short pass is still running); stop again in a moment")
+        game.stop.set()
+        return JSONResponse({"stopping": True, "plays": ce.action_to_str(game.best_so_far, game.state)})
 
     async def undo(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
@@ -611,6 +652,7 @@ def create_app(config: WebConfig | None = None) -> Starlette:
         Route("/api/games/{gid}/move", state.move, methods=["POST"]),
         Route("/api/games/{gid}/explain", state.explain),
         Route("/api/games/{gid}/step", state.step, methods=["POST"]),
+        Route("/api/games/{gid}/stop", state.stop, methods=["POST"]),
         Route("/api/games/{gid}/undo", state.undo, methods=["POST"]),
         Route("/api/games/{gid}/record", state.get_record),
         Route("/api/games/{gid}/resign", state.resign, methods=["POST"]),

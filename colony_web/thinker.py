@@ -34,6 +34,10 @@ class ThinkerClosed(RuntimeError):
     """The server is shutting down: the job was stopped, or not started."""
 
 
+class Stopped(RuntimeError):
+    """The caller's `stop` event was set during the job; its worker was replaced."""
+
+
 class JobFailed(ValueError):
     """The job itself failed (bad spec, unreadable checkpoint, ...); the message is one line."""
 
@@ -109,7 +113,9 @@ class Thinker:
         self._workers[self._workers.index(old)] = new
         return new
 
-    async def run(self, name: str, time_limit: float | None = None, **kwargs: Any) -> Any:
+    async def run(self, name: str, time_limit: float | None = None, stop: asyncio.Event | None = None,
+                  **kwargs: Any) -> Any:
+        """The job's result; `stop` set during the job ends it (its worker is replaced) with `Stopped`."""
         limit = self.time_limit if time_limit is None else time_limit
         if self.closing:
             raise ThinkerClosed("the server is shutting down")
@@ -123,7 +129,19 @@ class Thinker:
                         raise OSError("the thinking process did not start")
                     worker.ready = True
                 worker.conn.send((name, kwargs))
-                answer = await loop.run_in_executor(None, _wait, worker.conn, limit)
+                waiting = loop.run_in_executor(None, _wait, worker.conn, limit)
+                if stop is None:
+                    answer = await waiting
+                else:
+                    stopping = asyncio.ensure_future(stop.wait())
+                    await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                    stopping.cancel()
+                    if not waiting.done():
+                        # the helper thread's wait fails once the pipe closes: take that failure here, unlogged
+                        waiting.add_done_callback(lambda f: f.cancelled() or f.exception())
+                        worker = self._replace(worker)
+                        raise Stopped("stopped by the player")
+                    answer = waiting.result()
             except asyncio.CancelledError:  # the request went away: the busy worker's late answer must not leak
                 worker = self._replace(worker)
                 raise

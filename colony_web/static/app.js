@@ -24,6 +24,7 @@ const ui = {
   analysisKey: "",
   shownValues: [],     // the graph drawn (kept while a new analyser's values arrive)
   thinkingSince: 0,    // when the agent to move started thinking (ms), for the elapsed time shown
+  bestSoFar: null,     // the thinking search's best move so far (what Stop plays)
   clock: null,
 };
 
@@ -147,11 +148,12 @@ function drawBoard() {
     el("circle", { cx, cy, r: RADIUS }, g);
     el("text", { x: cx, y: cy }, g, String(s.value));
   }
-  for (const col of pos.colonies) {  // totals red:blue on the colony's first cell, a crown when it holds 6
+  for (const col of pos.colonies) {  // totals red:blue at the colony's first cell, a crown when it holds 6
     const who = col.controller || "none";
     const [x, y] = cellXY(Math.min(...col.cells));
     const label = `${col.red_total}:${col.blue_total}` + (col.crowned ? " \u265b" : "");
-    el("text", { x: x + 2, y: y + 11, class: "colony-label", fill: who === "red" ? "#a12820" : who === "blue" ? "#1d4f96" : "#444" }, svg, label);
+    // on the top edge of the colony's first cell: between its satellite and the one above, over neither
+    el("text", { x: x + CELL / 2, y, class: "colony-label", fill: who === "red" ? "#a12820" : who === "blue" ? "#1d4f96" : "#444" }, svg, label);
   }
   drawTargets(svg, legal);
   drawHints(svg);
@@ -327,7 +329,8 @@ function drawStatus() {
     if (g.over) s.innerHTML = `${esc(names)} \u2014 game over`;
     else if (ui.thinkingSince) {
       const secs = Math.floor((Date.now() - ui.thinkingSince) / 1000);
-      s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} (${esc(g.players[g.state.to_move])}) is thinking\u2026 ${secs} s`;
+      const best = ui.bestSoFar ? ` \u00b7 best so far ${esc(ui.bestSoFar)}` : "";
+      s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} (${esc(g.players[g.state.to_move])}) is thinking\u2026${best} ${secs} s`;
     } else if (g.thinking || ui.busy) s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} (${esc(g.players[g.state.to_move])}) is thinking\u2026`;
     else s.innerHTML = `${esc(names)} \u2014 ${turn}${g.state.to_move} to move`;
   } else if (ui.tab === "replay" && ui.replay) {
@@ -342,6 +345,7 @@ function drawStatus() {
   const watching = g && g.players.red !== "human" && g.players.blue !== "human";
   $("pause").disabled = !watching || g.over;
   $("pause").textContent = ui.paused ? "Resume" : "Pause";
+  $("stop").disabled = !(ui.thinkingSince && ui.bestSoFar);
   if (ui.replay) {
     $("ply-text").textContent = `of ${ui.replay.moves.length}`;
     $("ply").max = String(ui.replay.moves.length);
@@ -381,6 +385,25 @@ async function newGame() {
   }
   render();
   pump();
+}
+
+async function branchGame() {  // Replay -> Play: a new game from the position shown
+  const pos = ui.replay && ui.replay.positions[ui.ply];
+  if (!pos) return;
+  if (pos.over) { say("the game is over in this position: step back to branch from an earlier ply", "info"); return; }
+  const body = { red: $("red").value.trim() || "human", blue: $("blue").value.trim() || "human", state: pos.state };
+  try {
+    const g = await api("POST", "/api/games", body);
+    setTab("play");
+    ui.game = g;
+    ui.selected = ui.landing = null;
+    ui.paused = false;
+    say(`a new game from ply ${ui.ply} of ${ui.replay.name} game ${ui.replay.index}`, "info");
+    render();
+    pump();
+  } catch (e) {
+    say(e.message, "error");
+  }
 }
 
 async function openGame(id) {  // a game started elsewhere (another tab, the API): ?game=ID
@@ -435,16 +458,38 @@ async function step() {
   if (!agentToMove() || ui.busy || ui.paused) return;
   const id = ui.game.id;
   ui.thinkingSince = Date.now();
-  ui.clock = setInterval(drawStatus, 1000);  // the elapsed time of the agent's search
+  ui.bestSoFar = null;
+  ui.clock = setInterval(pollThinking, 1000);  // the elapsed time of the agent's search, its best move so far
   let ok;
   try {
     ok = await change("step");
   } finally {
     clearInterval(ui.clock);
     ui.thinkingSince = 0;
+    ui.bestSoFar = null;
     drawStatus();
   }
   if (ok && ui.game.id === id) pump();
+}
+
+async function pollThinking() {
+  const g = ui.game;
+  if (g && ui.thinkingSince) {
+    try {
+      const v = await api("GET", `/api/games/${g.id}`);
+      if (ui.thinkingSince && ui.game && ui.game.id === v.id) ui.bestSoFar = v.stoppable ? v.best_so_far : null;
+    } catch (e) { /* the step's own answer reports problems */ }
+  }
+  drawStatus();
+}
+
+async function stopSearch() {
+  try {
+    const r = await api("POST", `/api/games/${ui.game.id}/stop`);
+    say(`stopped: the search plays its best move so far, ${r.plays}`, "info");
+  } catch (e) {
+    say(e.message, "error");
+  }
 }
 
 async function explain(from, to) {
@@ -746,6 +791,8 @@ async function init() {
     const me = g.players[g.state.to_move] === "human" ? g.state.to_move : (g.players.red === "human" ? "red" : "blue");
     if (window.confirm(`Resign as ${me}? The game ends and is recorded as a loss for ${me}.`)) change("resign", { colour: me });
   });
+  $("stop").addEventListener("click", stopSearch);
+  $("branch").addEventListener("click", branchGame);
   $("copy-moves").addEventListener("click", () => copyText(movesText(), "moves"));
   $("copy-position").addEventListener("click", () => {
     const pos = currentPosition();

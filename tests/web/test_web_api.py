@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -535,3 +536,28 @@ def test_zero_analysis_has_ownership_and_a_line(client):
     for m in a["pv"]:  # a legal line from the position
         state = ce.apply_action(state, m["action"])
     assert client.post("/api/analyse", json={"analyser": "ppo", "state": ce.new_game(9).to_dict()}).json()["ownership"] is None
+
+
+def test_stop_plays_the_searchs_best_move_so_far(client):
+    from colony_web.app import quick_spec
+
+    assert quick_spec("zero:az:200") == "zero:az:25" and quick_spec("checkpoint:/a:mcts:3/b.pt:mcts:16").endswith(":mcts:2")
+    assert quick_spec("zero") is None and quick_spec("greedy") is None
+    g = new_game(client, red="mcts:400000", blue="human", seed=4)  # minutes of search, its quick pass seconds
+    assert "nothing to stop" in error_of(client.post(f"/api/games/{g['id']}/stop"), 409)
+    replies = []
+    thinking = threading.Thread(target=lambda: replies.append(client.post(f"/api/games/{g['id']}/step")))
+    thinking.start()
+    deadline = time.monotonic() + THINK_LIMIT
+    while not (v := client.get(f"/api/games/{g['id']}").json())["stoppable"]:
+        assert (v["thinking"] or not replies) and time.monotonic() < deadline  # (the step may not have begun)
+        time.sleep(0.2)
+    best = v["best_so_far"]
+    r = client.post(f"/api/games/{g['id']}/stop")
+    assert r.status_code == 200 and r.json()["plays"] == best
+    thinking.join(60)
+    assert not thinking.is_alive() and replies[0].status_code == 200, replies
+    v = replies[0].json()
+    assert v["moves"] == [best] and not v["thinking"] and v["best_so_far"] is None
+    h = client.post("/api/games", json={"red": "mcts:20", "blue": "human", "seed": 1}).json()  # workers serve on
+    assert client.post(f"/api/games/{h['id']}/step").status_code == 200

@@ -480,17 +480,26 @@ def test_arrows_on_the_game_menu_step_the_game(browser, server, record, tmp_path
     assert menu.get_attribute("value") == "0" and browser.execute_script("return ui.replay.index") == 0
     menu.send_keys(Keys.ARROW_LEFT)
     wait(browser, lambda d: d.find_element(By.ID, "ply").get_attribute("value") == "1", 10)
+    browser.execute_script("document.getElementById('red').value = 'human'; document.getElementById('blue').value = 'human'")
+    browser.find_element(By.ID, "branch").click()  # try a move from here: a new game from ply 1
+    wait(browser, lambda d: d.execute_script("return ui.tab") == "play" and ready_for_click(d), 30, what="the branch")
+    g = page_game(browser)
+    assert g["state"] == browser.execute_script("return ui.replay.positions[1].state") and g["moves"] == []
 
 
-def test_undo_clears_the_last_illegal_click_message_and_the_agent_shows_its_time(browser, server):
-    browser.get(f"{server}/?red=human&blue=mcts:2500&seed=3&max-plies=40")
+def test_a_search_shows_its_progress_and_stop_plays_its_best_move_then_undo_clears_the_message(browser, server):
+    browser.get(f"{server}/?red=human&blue=mcts:100000&seed=3&max-plies=40")  # its quick first pass: mcts:12500
     wait(browser, ready_for_click, what="the new game")
     src = browser.find_elements(By.CSS_SELECTOR, "g.sat.movable")[0].get_attribute("data-cell")
     click_cell(browser, src)
     click_cell(browser, browser.find_elements(By.CSS_SELECTOR, ".target")[0].get_attribute("data-cell"))
     wait(browser, lambda d: "is thinking\u2026" in text(d, "status") and text(d, "status").endswith(" s"), 30,
          what="the search's elapsed time")
-    wait(browser, lambda d: len(page_game(d)["moves"]) == 2 and ready_for_click(d), what="the agent's reply")
+    wait(browser, lambda d: d.find_element(By.ID, "stop").is_enabled(), what="a move to stop with")
+    best = text(browser, "status").split("best so far ")[1].split()[0]
+    browser.find_element(By.ID, "stop").click()
+    wait(browser, lambda d: len(page_game(d)["moves"]) == 2 and ready_for_click(d), 60, what="the stopped reply")
+    assert page_game(browser)["moves"][1] == best and not browser.find_element(By.ID, "stop").is_enabled()
     click_cell(browser, "a8")  # seed 3: a blue satellite
     wait(browser, lambda d: "R4" in text(d, "message"), 30)
     browser.find_element(By.ID, "undo").click()
