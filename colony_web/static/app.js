@@ -24,7 +24,8 @@ const ui = {
   analysisKey: "",
   shownValues: [],     // the graph drawn (kept while a new analyser's values arrive)
   thinkingSince: 0,    // when the agent to move started thinking (ms), for the elapsed time shown
-  bestSoFar: null,     // the thinking search's best move so far (what Stop plays)
+  bestSoFar: null,
+  bannerHidden: "",    // the game whose end banner the player clicked away     // the thinking search's best move so far (what Stop plays)
   clock: null,
 };
 
@@ -157,13 +158,13 @@ function drawBoard() {
   }
   drawTargets(svg, legal);
   drawHints(svg);
-  drawEndBanner(svg, pos);
   const hits = el("g", {}, svg);
   for (let i = 0; i < SIZE * SIZE; i++) {
     const [x, y] = cellXY(i);
     const r = el("rect", { x, y, width: CELL, height: CELL, class: "hit", "data-cell": cellName(i) }, hits);
     r.addEventListener("click", () => onCellClick(i));
   }
+  drawEndBanner(svg, pos);  // last: above the click targets, so that a click on it puts it away
 }
 
 function drawTargets(svg, legal) {
@@ -244,10 +245,13 @@ function drawHints(svg) {
 }
 
 function drawEndBanner(svg, pos) {
-  if (!pos.over) return;
+  const key = `${ui.tab}|${ui.tab === "play" ? ui.game && ui.game.id : ui.replay && ui.replay.name + ui.replay.index}`;
+  if (!pos.over || ui.bannerHidden === key) return;
   const who = pos.result === "draw" ? "draw" : `${pos.result} wins`;
   const why = pos.end_reason === "resignation" ? `${pos.resigned} resigned` : (END_WORDS[pos.end_reason] || pos.end_reason);
   const g = el("g", { class: `end-banner ${pos.result}`, id: "end-banner" }, svg);
+  g.addEventListener("click", () => { ui.bannerHidden = key; drawBoard(); });
+  el("title", {}, g, "click to see the board");
   el("rect", { x: MARGIN + 40, y: MARGIN + 195, width: SIZE * CELL - 80, height: 110, rx: 10 }, g);
   el("text", { x: MARGIN + SIZE * CELL / 2, y: MARGIN + 240, class: "end-title" }, g, who);
   el("text", { x: MARGIN + SIZE * CELL / 2, y: MARGIN + 275, class: "end-why" }, g,

@@ -241,6 +241,10 @@ def test_full_game_against_random_by_clicking(browser, server, workdir):
     saved = [json.loads(line) for line in (workdir / "out" / "games.jsonl").read_text().splitlines()]
     assert saved[-1]["moves"] == moves and saved[-1]["agents"] == {"red": "human", "blue": "random"}
     screenshot(browser, workdir, "web_play.png")
+    banner = browser.find_element(By.ID, "end-banner")  # the end, on the board, in words with its rule
+    assert banner.text.startswith(expected) and "(R6.2" in banner.text and "final score" in text(browser, "facts")
+    banner.click()  # put away, to see the final board
+    wait(browser, lambda d: not d.find_elements(By.ID, "end-banner"), 10)
     written = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*") if p.is_file())
     assert [p for p in written if not p.startswith(("input/", "checkpoints/", "out/", "server.log", "web_"))] == []
 
