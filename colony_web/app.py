@@ -201,7 +201,9 @@ class Game:
         self.resigned: str | None = None
         self.thinking = False
         self.best_so_far: int | None = None  # while a search thinks: the move of its first, quick pass
-        self.stop: asyncio.Event | None = None  # set by the player's Stop
+        self.stop: asyncio.Event | None = None  # set by the player's Stop, or to cancel the search
+        self.cancelled = False  # the search was stopped to undo or resign: it plays nothing
+        self.idle: asyncio.Event | None = None  # set when the step in flight has ended
         self.saved: Path | None = None
         self.save_error: str | None = None
         self.touched = time.monotonic()
@@ -448,24 +450,28 @@ class App:
             raise _error(409, f"{mover} ({spec}) is already thinking")
         if spec == HUMAN:
             raise _error(409, f"{mover} is yours to move: click a satellite and a target")
-        game.thinking, game.best_so_far, game.stop = True, None, asyncio.Event()
+        game.thinking, game.best_so_far, game.stop, game.cancelled = True, None, asyncio.Event(), False
+        game.idle = asyncio.Event()
         try:
             before = game.state
             seed = int(game.rng.integers(SEED_HIGH))
             quick = quick_spec(spec)
-            if quick is not None:  # a search: a short pass first, so that Stop has a move to play
-                game.best_so_far = await self._think("act", 502, spec=quick, packed=before.to_array(), seed=seed)
+            action = None
             try:
-                action = await self._think("act", 502, spec=spec, packed=before.to_array(), seed=seed,
-                                           stop=game.stop if quick is not None else None)
-            except thinking.Stopped:
-                action = game.best_so_far
-            try:
-                game.play(int(action))
-            except ce.IllegalActionError as e:  # an agent must never do this; say so instead of crashing
-                raise _error(502, f"agent {spec} chose an illegal action: {e}") from None
+                if quick is not None:  # a search: a short pass first, so that Stop has a move to play
+                    game.best_so_far = await self._think("act", 502, spec=quick, packed=before.to_array(), seed=seed,
+                                                         stop=game.stop)
+                action = await self._think("act", 502, spec=spec, packed=before.to_array(), seed=seed, stop=game.stop)
+            except thinking.Stopped:  # Stop plays the quick pass's move; an undo or a resignation, nothing
+                action = None if game.cancelled else game.best_so_far
+            if action is not None:
+                try:
+                    game.play(int(action))
+                except ce.IllegalActionError as e:  # an agent must never do this; say so instead of crashing
+                    raise _error(502, f"agent {spec} chose an illegal action: {e}") from None
         finally:
             game.thinking, game.best_so_far, game.stop = False, None, None
+            game.idle.set()
         self._save(game)
         return JSONResponse(game.view())
 
@@ -480,9 +486,18 @@ class App:
         game.stop.set()
         return JSONResponse({"stopping": True, "plays": ce.action_to_str(game.best_so_far, game.state)})
 
+    async def _cancel_thinking(self, game: Game) -> None:
+        """Stop the agent's search without its move (the player undoes or resigns meanwhile)."""
+        if game.thinking and game.stop is not None and game.idle is not None:
+            game.cancelled = True
+            game.stop.set()
+            await game.idle.wait()
+
     async def undo(self, request: Request) -> JSONResponse:
         game = self._game(request.path_params["gid"])
         await _parsed(request, EMPTY)
+        if not game.over and any(game.player(c) == HUMAN for c in COLOURS):
+            await self._cancel_thinking(game)  # undo while the agent thinks: its search ends, unplayed
         game.undo()
         return JSONResponse(game.view())
 
@@ -497,8 +512,7 @@ class App:
             raise _error(409, "the game is already over")
         if game.player(colour) != HUMAN:
             raise _error(409, f"{colour} is played by {game.player(colour)}; only a human side can resign")
-        if game.thinking:
-            raise _error(409, "an agent is thinking; resign when it has moved")
+        await self._cancel_thinking(game)  # resigning while the agent thinks: its search ends, unplayed
         game.resigned = colour
         self._save(game)
         return JSONResponse(game.view())

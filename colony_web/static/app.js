@@ -25,6 +25,7 @@ const ui = {
   shownValues: [],     // the graph drawn (kept while a new analyser's values arrive)
   thinkingSince: 0,    // when the agent to move started thinking (ms), for the elapsed time shown
   bestSoFar: null,
+  cancelling: false,   // an undo or resignation is stopping the agent's search
   bannerHidden: "",    // the game whose end banner the player clicked away     // the thinking search's best move so far (what Stop plays)
   clock: null,
 };
@@ -343,8 +344,11 @@ function drawStatus() {
   } else s.textContent = "";
   const g = ui.game;
   const humanSide = g && !g.over && ["red", "blue"].some((c) => g.players[c] === "human");
-  $("undo").disabled = !g || ui.busy || g.moves.length === 0 || g.over;
-  $("resign").disabled = !humanSide || ui.busy;
+  // while an agent thinks in a game with a human side, Undo and Resign end its search (the server cancels it)
+  const canInterrupt = Boolean(ui.thinkingSince) && humanSide && !ui.cancelling;
+  const humanMoved = g && g.movers.some((m) => g.players[m] === "human");
+  $("undo").disabled = !g || g.moves.length === 0 || g.over || (ui.busy && !(canInterrupt && humanMoved));
+  $("resign").disabled = !humanSide || (ui.busy && !canInterrupt);
   $("pass").disabled = !(g && g.legal && g.legal.pass !== null) || ui.busy;
   const watching = g && g.players.red !== "human" && g.players.blue !== "human";
   $("pause").disabled = !watching || g.over;
@@ -452,7 +456,7 @@ function agentToMove() {
 
 function pump() {
   clearTimeout(ui.timer);
-  if (!agentToMove() || ui.paused || ui.tab !== "play") return;
+  if (!agentToMove() || ui.paused || ui.tab !== "play" || ui.cancelling) return;
   const g = ui.game;
   const watching = g.players.red !== "human" && g.players.blue !== "human";
   ui.timer = setTimeout(step, watching ? Number($("speed").value) : 0);
@@ -485,6 +489,18 @@ async function pollThinking() {
     } catch (e) { /* the step's own answer reports problems */ }
   }
   drawStatus();
+}
+
+async function interrupting(request) {
+  // an undo or a resignation while the agent thinks: no new step until the server has answered it
+  ui.cancelling = Boolean(ui.thinkingSince);
+  try {
+    await request();
+  } finally {
+    ui.cancelling = false;
+    drawStatus();
+    pump();
+  }
 }
 
 async function stopSearch() {
@@ -789,11 +805,11 @@ function fillDatalist(id, items) {
 async function init() {
   for (const b of document.querySelectorAll(".tab")) b.addEventListener("click", () => setTab(b.dataset.tab));
   $("new-game").addEventListener("click", newGame);
-  $("undo").addEventListener("click", () => { ui.paused = false; say(""); change("undo").then(pump); });
+  $("undo").addEventListener("click", () => { ui.paused = false; say(""); interrupting(() => change("undo")); });
   $("resign").addEventListener("click", () => {
     const g = ui.game;
     const me = g.players[g.state.to_move] === "human" ? g.state.to_move : (g.players.red === "human" ? "red" : "blue");
-    if (window.confirm(`Resign as ${me}? The game ends and is recorded as a loss for ${me}.`)) change("resign", { colour: me });
+    if (window.confirm(`Resign as ${me}? The game ends and is recorded as a loss for ${me}.`)) interrupting(() => change("resign", { colour: me }));
   });
   $("stop").addEventListener("click", stopSearch);
   $("branch").addEventListener("click", branchGame);

@@ -561,3 +561,28 @@ def test_stop_plays_the_searchs_best_move_so_far(client):
     assert v["moves"] == [best] and not v["thinking"] and v["best_so_far"] is None
     h = client.post("/api/games", json={"red": "mcts:20", "blue": "human", "seed": 1}).json()  # workers serve on
     assert client.post(f"/api/games/{h['id']}/step").status_code == 200
+
+
+@pytest.mark.parametrize("how", ["undo", "resign"])
+def test_undo_and_resign_while_the_agent_thinks_end_its_search_unplayed(client, out_dir, how):
+    g = new_game(client, red="human", blue="mcts:400000", seed=6)  # minutes of search
+    first = first_legal(g)
+    client.post(f"/api/games/{g['id']}/move", json={"action": first})
+    replies = []
+    thinking = threading.Thread(target=lambda: replies.append(client.post(f"/api/games/{g['id']}/step")))
+    thinking.start()
+    deadline = time.monotonic() + THINK_LIMIT
+    while not client.get(f"/api/games/{g['id']}").json()["thinking"]:
+        assert time.monotonic() < deadline and not replies
+        time.sleep(0.1)
+    started = time.monotonic()
+    if how == "undo":
+        v = client.post(f"/api/games/{g['id']}/undo").json()
+        assert v["actions"] == [] and v["legal"] is not None
+    else:
+        v = client.post(f"/api/games/{g['id']}/resign", json={"colour": "red"}).json()
+        assert v["over"] and v["result"] == "blue" and v["actions"] == [first]
+    assert time.monotonic() - started < 30  # not the minutes of the search
+    thinking.join(60)
+    assert replies[0].status_code == 200 and replies[0].json()["actions"] == [first]  # the agent played nothing
+    assert client.get(f"/api/games/{g['id']}").json()["actions"] == v["actions"]

@@ -509,3 +509,16 @@ def test_a_search_shows_its_progress_and_stop_plays_its_best_move_then_undo_clea
     browser.find_element(By.ID, "undo").click()
     wait(browser, lambda d: len(page_game(d)["moves"]) == 0, 30)
     assert text(browser, "message") == ""
+
+
+def test_undo_while_the_agent_thinks_ends_its_search(browser, server):
+    browser.get(f"{server}/?red=human&blue=mcts:400000&seed=4&max-plies=40")  # minutes of search
+    wait(browser, ready_for_click, what="the new game")
+    src = browser.find_elements(By.CSS_SELECTOR, "g.sat.movable")[0].get_attribute("data-cell")
+    click_cell(browser, src)
+    click_cell(browser, browser.find_elements(By.CSS_SELECTOR, ".target")[0].get_attribute("data-cell"))
+    wait(browser, lambda d: "is thinking" in text(d, "status") and d.find_element(By.ID, "undo").is_enabled(), 30,
+         what="Undo offered while the agent thinks")
+    browser.find_element(By.ID, "undo").click()
+    wait(browser, lambda d: page_game(d)["moves"] == [] and ready_for_click(d), 30, what="the undo")
+    assert "is thinking" not in text(browser, "status") and page_game(browser)["legal"] is not None
