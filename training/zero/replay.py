@@ -33,12 +33,17 @@ def shard_path(run_dir: Path, generation: int) -> Path:
     return run_dir / "replay" / f"gen_{generation:06d}.npz"
 
 
-def write_shard(path: Path, data: GameData) -> None:
-    """Atomic write (`runlog.atomic_write_bytes`): a kill never leaves half a shard."""
+def shard_bytes(data: GameData) -> bytes:
+    """The bytes of a shard holding `data` (a compressed `.npz`, no pickled objects)."""
     buf = io.BytesIO()
     np.savez_compressed(buf, cpu_seconds=np.float64(data.cpu_seconds),
                         leaf_evaluations=np.int64(data.leaf_evaluations), **data.arrays())
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_shard(path: Path, data: GameData) -> None:
+    """Atomic write (`runlog.atomic_write_bytes`): a kill never leaves half a shard."""
+    atomic_write_bytes(path, shard_bytes(data))
 
 
 def read_shard(path: Path) -> GameData:

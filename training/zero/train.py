@@ -3,6 +3,8 @@
     colony-zero --config configs/zero_quickstart.yaml
     colony-zero --config configs/zero.yaml --generations 300 --workers 2
     colony-zero --resume runs/zero-20261201-101500
+    colony-zero --export-resume runs/zero-20261201-101500 zero-gen42.pt   # one file of a few MB
+    colony-zero --resume-from zero-gen42.pt --run-dir runs/zero-continued  # on another machine
 
 Each generation (AlphaZero, Silver et al. 2018; Gumbel AlphaZero, Danihelka et al. 2022):
 1. **self-play**: `workers` processes each play their share of `games_per_generation` games
@@ -70,7 +72,9 @@ from ..runlog import RunDir, new_run_dir
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
 from .fit import fit
+from . import resume_point
 from .replay import ReplayBuffer, ReplayError, remove_stray_files, shard_path, write_shard
+from .resume_point import DEFAULT_SAMPLE, ResumePointError
 from .selfplay import GameData, concat, play_games, worker_play
 
 PROG = "colony-zero"
@@ -119,14 +123,17 @@ def ancestor_meta(path: str, checkpoint: dict[str, Any]) -> dict[str, Any]:
 
 def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg: ZeroConfig, generation: int,
           totals: dict[str, float], rng: np.random.Generator, ancestor: dict[str, Any] | None = None,
-          pending_log: dict[str, Any] | None = None) -> Path:
+          pending_log: dict[str, Any] | None = None, restored_from: dict[str, Any] | None = None) -> Path:
     """Write `checkpoints/latest.pt` (and the numbered copy); `pending_log` is what `log_generation`
-    still has to write for this generation, kept so that a resume can write it if the run dies first."""
+    still has to write for this generation, kept so that a resume can write it if the run dies first;
+    `restored_from` records the resume point a run was rebuilt from (`resume_point.restore`)."""
     meta = {"trainer": TRAINER, "generation": generation, "value_head": "tanh", **totals,
             "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(), "torch": str(torch.__version__),
             "python": platform.python_version()}
     if ancestor is not None:
         meta["init_from"] = ancestor
+    if restored_from is not None:
+        meta["restored_from"] = restored_from
     extra = {"optimizer": opt.state_dict(), "generation": generation, "rng_state": rng.bit_generator.state}
     if pending_log is not None:
         extra["pending_log"] = pending_log
@@ -211,16 +218,18 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         rng = np.random.default_rng()
         rng.bit_generator.state = resume["rng_state"]
         ancestor = resume["meta"].get("init_from")
+        restored_from = resume["meta"].get("restored_from")
     elif cfg.init_from:
         init = read_checkpoint(cfg.init_from)
         model = build_model(init).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
         ancestor = ancestor_meta(cfg.init_from, init)
+        restored_from = None
     else:
         model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features,
                                cfg.ownership_head).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
-        ancestor = None
+        ancestor = restored_from = None
     totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
@@ -268,7 +277,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
                    "nodes": pool.take_nodes() if isinstance(pool, RayPool) else 1}
             eval_due = bool(cfg.eval_every and (gen + 1) % cfg.eval_every == 0) or gen == cfg.generations - 1
             latest = _save(run_dir, model, opt, cfg, gen, totals, rng, ancestor,
-                           pending_log={"metrics": row, "eval_due": eval_due})
+                           pending_log={"metrics": row, "eval_due": eval_due}, restored_from=restored_from)
             log_generation(log, latest, cfg, gen, row, eval_due, bar)
             lost_reported = _report_lost_nodes(pool, lost_reported, bar)
             bar.set_postfix(pos=len(buffer), pl=f"{losses['policy_loss']:.2f}", vl=f"{losses['value_loss']:.3f}",
@@ -324,16 +333,57 @@ def build_parser() -> argparse.ArgumentParser:
         "Guide: docs/zero.md.", epilog=config_help(ZeroConfig), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", help="YAML config (keys of ZeroConfig), e.g. configs/zero_quickstart.yaml")
     p.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR after its last finished generation")
+    p.add_argument("--export-resume", nargs=2, metavar=("RUN_DIR", "OUT"),
+                   help="write RUN_DIR's last finished generation as one resume point file OUT (network, optimizer, "
+                   "config, CSV rows, a sample of the replay buffer) that --resume-from continues on any machine")
+    p.add_argument("--resume-positions", type=int, default=None, metavar="N",
+                   help=f"replay positions a resume point keeps, a seeded uniform sample (default {DEFAULT_SAMPLE})")
+    p.add_argument("--resume-from", metavar="POINT", help="rebuild a run directory from a resume point and continue it")
+    p.add_argument("--run-dir", metavar="DIR", help="with --resume-from: the new run directory (must not exist or be "
+                   "empty; default <out_dir>/<run_name>-<timestamp>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
+
+
+def export_resume(run_dir: str, out: str, positions: int | None) -> int:
+    """`--export-resume`: write the resume point and say what it holds, in one line."""
+    info = resume_point.export(run_dir, out, DEFAULT_SAMPLE if positions is None else positions)
+    print(f"{PROG}: resume point {out}: generation {info['generation']}, {info['sampled_positions']} of "
+          f"{info['buffer_positions']} replay positions, {info['bytes'] / 1e6:.1f} MB; continue with "
+          f"{PROG} --resume-from {out} --run-dir NEW_DIR")
+    return 0
 
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     run_dir: Path | None = None
+    modes = [f for f, v in (("--resume", args.resume), ("--resume-from", args.resume_from),
+                            ("--export-resume", args.export_resume)) if v]
+    if len(modes) > 1:
+        return _error(f"{' and '.join(modes)} cannot be combined; give one")
+    if args.run_dir and not args.resume_from:
+        return _error("--run-dir goes with --resume-from (a new run's directory comes from out_dir and run_name)")
+    if args.resume_positions is not None and not args.export_resume:
+        return _error("--resume-positions goes with --export-resume")
     try:
         overrides = split_overrides(rest, ZeroConfig, example="--generations 10")
+        if args.export_resume:
+            if overrides or args.config:
+                return _error("--export-resume takes no config or overrides")
+            return export_resume(*args.export_resume, args.resume_positions)
+        if args.resume_from:
+            if args.config:
+                return _error("--resume-from takes the resume point's own config; drop --config")
+            bad = sorted(set(overrides) - set(RESUMABLE_KEYS))
+            if bad:
+                return _error(f"--resume-from cannot change {', '.join(bad)} (it decides what the run learns); "
+                              f"allowed: {', '.join(RESUMABLE_KEYS)}")
+            point_cfg = resume_point.config_of(args.resume_from)
+            run_dir = Path(args.run_dir) if args.run_dir else new_run_dir(point_cfg.out_dir, point_cfg.run_name)
+            resume_point.restore(args.resume_from, run_dir, TB_KEYS)
+            print(f"{PROG}: rebuilt run directory {run_dir} from {args.resume_from}", file=sys.stderr)
+            args.resume = str(run_dir)
         if args.resume:
             run_dir = Path(args.resume)
             if not (run_dir / "config.yaml").is_file():
@@ -358,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         run_files(run_dir).write_config(cfg)
         print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
         latest = train(cfg, run_dir, resume, progress=not args.no_progress, pool=pool)
-    except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError) as e:
+    except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError,
+            ResumePointError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted" + (f"; continue with --resume {run_dir}" if run_dir else ""), file=sys.stderr)
