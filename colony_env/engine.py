@@ -219,7 +219,7 @@ def check_max_plies(max_plies: Any, minimum: int = 1) -> int:
     every constructor that takes a ply limit (engine, envs, CLIs) checks it here.
     """
     if isinstance(max_plies, bool) or not isinstance(max_plies, (int, np.integer)) or not minimum <= max_plies <= MAX_PLIES_LIMIT:
-        raise ValueError(f"max_plies must be an int in {minimum}..{MAX_PLIES_LIMIT}, got {max_plies!r:.40}")
+        raise ValueError(f"max_plies must be an int in {minimum}..{MAX_PLIES_LIMIT}, got {_one_line(max_plies, 40)}")
     return int(max_plies)
 
 
@@ -255,7 +255,7 @@ def setup_game(red_values: Any, blue_values: Any, max_plies: int = DEFAULT_MAX_P
         except (TypeError, ValueError):
             vals = None
         if vals is None or sorted(vals) != sorted(SATELLITE_VALUES):
-            raise ValueError(f"{name} must be an ordering of {list(SATELLITE_VALUES)} (R2.2), got {order!r:.80}")
+            raise ValueError(f"{name} must be an ordering of {list(SATELLITE_VALUES)} (R2.2), got {_one_line(order)}")
         orders.append(vals)
     a = np.zeros(STATE_LEN, STATE_DTYPE)
     _setup_cells(RED_START_CELLS, orders[0], 1, a)
@@ -287,7 +287,7 @@ def _as_action(action: Any) -> int:
     try:
         return operator.index(action)
     except TypeError:
-        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1} (R8), got {action!r}") from None
+        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1} (R8), got {_one_line(action, 40)}") from None
 
 
 def apply_action(state: GameState, action: int) -> GameState:
@@ -365,12 +365,19 @@ _PIECE_CODES = {f"{p}{v}": s * v for p, s in (("r", 1), ("b", -1)) for v in rang
 _COLOURS = {str(c): c for c in Colour}
 
 
+def _one_line(value: Any, width: int = 80) -> str:
+    """`repr(value)` on one line, cut to `width` characters (R9.1: messages are one line; a
+    NumPy array's repr spans several)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _int_field(d: dict[str, Any], key: str, low: int, high: int) -> int:
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        raise ValueError(f"field {key!r} must be an int, got {v!r:.40}")
+        raise ValueError(f"field {key!r} must be an int, got {_one_line(v, 40)}")
     if not low <= v <= high:  # also keeps every value inside the int32 state
-        raise ValueError(f"field {key!r} must be in {low}..{high}, got {v!r:.40}")
+        raise ValueError(f"field {key!r} must be in {low}..{high}, got {_one_line(v, 40)}")
     return int(v)
 
 
@@ -379,7 +386,7 @@ def _colour_field(d: dict[str, Any], key: str, allowed: str) -> Colour | None:
     if v is None and "null" in allowed:
         return None
     if not isinstance(v, str) or v not in _COLOURS:  # isinstance first: a list is unhashable
-        raise ValueError(f"field {key!r} must be {allowed}, got {v!r:.40}")
+        raise ValueError(f"field {key!r} must be {allowed}, got {_one_line(v, 40)}")
     return _COLOURS[v]
 
 
@@ -393,10 +400,10 @@ def _state_from_dict(d: dict[str, Any]) -> GameState:
     a = np.zeros(STATE_LEN, STATE_DTYPE)
     rows = d["board"]
     if not isinstance(rows, (list, tuple)) or len(rows) != BOARD_SIZE:
-        raise ValueError(f"field 'board' must be a list of {BOARD_SIZE} strings, got {rows!r:.80}")
+        raise ValueError(f"field 'board' must be a list of {BOARD_SIZE} strings, got {_one_line(rows)}")
     for r, row in enumerate(rows):
         if not isinstance(row, str) or len(row) != 2 * BOARD_SIZE:
-            raise ValueError(f"field 'board' row {r} must be a string of {2 * BOARD_SIZE} chars, got {row!r}")
+            raise ValueError(f"field 'board' row {r} must be a string of {2 * BOARD_SIZE} chars, got {_one_line(row)}")
         for c in range(BOARD_SIZE):
             code = row[2 * c : 2 * c + 2]
             if code == "..":
@@ -425,7 +432,7 @@ def _state_from_dict(d: dict[str, Any]) -> GameState:
     to_move = _colour_field(d, "to_move", "'red' or 'blue'")
     a[I_TO_MOVE] = int(to_move)
     if not isinstance(d["unlocked"], bool):
-        raise ValueError(f"field 'unlocked' must be true or false, got {d['unlocked']!r}")
+        raise ValueError(f"field 'unlocked' must be true or false, got {_one_line(d['unlocked'], 40)}")
     if not d["unlocked"] and _core._any_edge_empty(board):
         raise ValueError("field 'unlocked' is false but an edge is empty; the flag is set as soon as one is (R3.5)")
     a[I_UNLOCKED] = int(d["unlocked"])

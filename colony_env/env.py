@@ -10,7 +10,7 @@ it); this module only adapts the rules engine (`colony_env.engine`) to the AEC A
 |--------------------|--------------------------------------------------------|
 | Version            | `colony_v0`                                            |
 | Actions            | Discrete                                               |
-| Parallel API       | No                                                     |
+| Parallel API       | No (grace moves, R6.3: see "Parallel API" below)       |
 | Manual Control     | No                                                     |
 | Agents             | `agents= ['player_0', 'player_1']` (red, blue)         |
 | Agents             | 2                                                      |
@@ -130,9 +130,35 @@ raises `colony_env.IllegalActionError` instead and leaves the game unchanged.
 The game ends (R6.2) when 23 satellites are connected (`connected23`), when the grace
 player has used its grace moves or passes (`grace`), after two passes in a row
 (`passes`) — all reported as `terminations` — or at the ply limit (`ply_limit`),
-reported as `truncations`, with the rewards still paid. At the end, every agent's
-`infos` holds `end_reason`, `winner` (`"player_0"`, `"player_1"` or None for a draw)
-and `colonies` (controlled colonies per agent).
+reported as `truncations`, with the rewards still paid.
+
+### Infos
+
+Every agent's `infos[agent]` has the same five keys at every step, from `reset()` on, and
+every value is a number (so typed per-step buffers and TorchRL's specs take them; none is
+ever None). Until the game ends they hold the "nothing yet" values:
+
+| key              | type            | while the game goes on | at the end                                                        |
+|------------------|-----------------|------------------------|-------------------------------------------------------------------|
+| `end_reason`     | int             | 0                      | index into `END_REASON_NAMES`: 1 `connected23`, 2 `grace`, 3 `passes`, 4 `ply_limit` (R6.2), 5 `illegal_action` (`env()` only) |
+| `winner`         | int             | -1                     | 0 `player_0`, 1 `player_1`, -1 a draw or an illegal-action end     |
+| `colonies`       | (int, int)      | (0, 0)                 | controlled colonies (R7.2) of (`player_0`, `player_1`)             |
+| `illegal_agent`  | int             | -1                     | the offender's index in `AGENTS` after an illegal action, else -1   |
+| `illegal_action` | int             | -1                     | the illegal action id (its frame), else -1                         |
+
+`colony_env.env.END_REASON_NAMES[info["end_reason"]]` names the end (`""` while the game
+goes on).
+
+### Parallel API
+
+There is none (`metadata["is_parallelizable"]` is False) and `pettingzoo.utils.aec_to_parallel`
+must not be forced on the env: a parallel step asks every live agent for an action at once,
+but Colony's turns are not a fixed rotation. After one colour has all 12 satellites
+connected, the other moves up to three times in a row (grace moves, R6.3), so a parallel
+step would collect an action from an agent that may not move, and the conversion then plays
+moves out of turn. Use the AEC loop (`agent_iter()`), which follows `agent_selection`, or for
+many games at once `colony_env.vector.ColonyVectorEnv` (self-play, both colours) or
+`colony_env.gym_vector.ColonyGymVectorEnv` (one learner against an opponent).
 
 ### Version History
 
@@ -154,11 +180,12 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle
 from numba import njit
 from pettingzoo import AECEnv
-from pettingzoo.utils import wrappers
-from pettingzoo.utils.env_logger import EnvLogger
+from pettingzoo.utils.env import AECIterable, AECIterator
+from pettingzoo.utils.env_logger import EnvLogger, EnvWarningHandler
+from pettingzoo.utils.wrappers import BaseWrapper
 
 from . import frame
-from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, I_TO_MOVE, N_ACTIONS, Colour
+from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, END_REASONS, I_TO_MOVE, N_ACTIONS, Colour
 from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, new_game
 from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
@@ -293,20 +320,14 @@ class raw_env(AECEnv, EzPickle):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """`agent`'s observation: planes and mask in its frame, arrays the caller owns."""
-        cached = self._obs_cache.get(agent)
-        if cached is None:  # last() and the wrappers observe the same position repeatedly
-            planes = np.empty(OBS_SHAPE_HWC, np.float32)
-            mask = np.zeros(N_ACTIONS, np.int8)
-            _observe_into(self._state._a, _COLOUR_ID[agent], self._transposed[agent], planes, mask)
-            cached = (planes, mask)
-            self._obs_cache[agent] = cached
+        cached = self._observed(agent)
         # Copies: a caller that edits what it was given must not change the env's view.
         return {"observation": cached[0].copy(), "action_mask": cached[1].copy()}
 
     def step(self, action: int) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
-            return self._was_dead_step(action)
+            return self._dead_step(action)
         # IllegalActionError (also for a non-integer action): nothing changed yet.
         new = apply_action(self._state, self.board_action(agent, _as_index(action)))
         self._state = new
@@ -355,11 +376,64 @@ class raw_env(AECEnv, EzPickle):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: _info() for a in self.agents}
         self.agent_selection = COLOUR_AGENT[state.to_move]
-        self._skip_agent_selection = None
+        self._resume_agent: str | None = None  # selected again once the done agents have stepped
         if state.is_over:
             self._finish()
+
+    def _dead_step(self, action: Any) -> None:
+        """A done agent's step (the AEC contract, as PettingZoo's own helper does it): it must be
+        None; the agent leaves `agents` and the per-agent dicts; the next done agent is selected,
+        and once none is left, the agent that took the first of these steps."""
+        if action is not None:
+            raise ValueError("when an agent is dead, the only valid action is None")
+        agent = self.agent_selection
+        for table in (self.terminations, self.truncations, self.rewards, self._cumulative_rewards, self.infos):
+            del table[agent]
+        self.agents.remove(agent)
+        done = [a for a in self.agents if self.terminations[a] or self.truncations[a]]
+        if done:
+            if self._resume_agent is None:
+                self._resume_agent = agent
+            self.agent_selection = done[0]
+        else:
+            if self._resume_agent is not None:
+                self.agent_selection = self._resume_agent
+            self._resume_agent = None
+        self._clear_rewards()
+
+    def _end_on_illegal(self, agent: str, action: int, reward: float) -> None:
+        """`env()`'s end of the game after `agent`'s illegal action (the classic envs' rule, as
+        PettingZoo's `TerminateIllegalWrapper` applies it): `agent` gets `reward`, the other 0,
+        every agent is done, and the done agents step first."""
+        self._cumulative_rewards[agent] = 0
+        self.terminations = dict.fromkeys(self.agents, True)
+        self.truncations = dict.fromkeys(self.agents, True)
+        self.rewards = dict.fromkeys(self.agents, 0)
+        self.rewards[agent] = float(reward)
+        self._accumulate_rewards()
+        self._resume_agent = self.agent_selection
+        self.agent_selection = self.agents[0]
+        colonies = self._colonies()
+        for a in self.agents:
+            self.infos[a] = _info(_ILLEGAL_CODE, NOBODY_ID, colonies, AGENTS.index(agent), int(action))
+
+    def _observed(self, agent: str) -> tuple[np.ndarray, np.ndarray]:
+        """`agent`'s (planes, mask), computed once per position; the env's own arrays: read only."""
+        cached = self._obs_cache.get(agent)
+        if cached is None:  # last() and the wrappers observe the same position repeatedly
+            planes = np.empty(OBS_SHAPE_HWC, np.float32)
+            mask = np.zeros(N_ACTIONS, np.int8)
+            _observe_into(self._state._a, _COLOUR_ID[agent], self._transposed[agent], planes, mask)
+            cached = (planes, mask)
+            self._obs_cache[agent] = cached
+        return cached
+
+    def _colonies(self) -> tuple[int, int]:
+        """Controlled colonies (R7.2) of (player_0, player_1)."""
+        red, blue = controlled_counts(self._state)
+        return (red, blue) if AGENT_COLOUR[AGENTS[0]] == Colour.RED else (blue, red)
 
     def _finish(self) -> None:
         """Rewards (R7.4), termination or truncation (R6.2) and the end infos."""
@@ -371,31 +445,59 @@ class raw_env(AECEnv, EzPickle):
             self.truncations = done
         else:
             self.terminations = done
-        colonies = controlled_counts(s)
-        winner = None if s.winner is None else COLOUR_AGENT[s.winner]
+        colonies = self._colonies()
+        winner = NOBODY_ID if s.winner is None else AGENTS.index(COLOUR_AGENT[s.winner])
         for a in self.agents:
-            self.infos[a] = {
-                "end_reason": s.end_reason,
-                "winner": winner,
-                "colonies": {AGENTS[0]: colonies[0], AGENTS[1]: colonies[1]},
-            }
+            self.infos[a] = _info(END_REASON_NAMES.index(s.end_reason), winner, colonies)
+
+
+INFO_KEYS: tuple[str, ...] = ("end_reason", "winner", "colonies", "illegal_agent", "illegal_action")
+# `infos[agent]["end_reason"]` is a code, so that every info value is a number (typed buffers,
+# TorchRL's specs): 0 while the game goes on, then an index into this tuple.
+END_REASON_NAMES: tuple[str, ...] = ("", *END_REASONS, ILLEGAL_ACTION)
+_ILLEGAL_CODE = END_REASON_NAMES.index(ILLEGAL_ACTION)
+NOBODY_ID = -1  # "winner" / "illegal_agent" of no agent: the game goes on, a draw, no illegal action
+
+
+def _info(end_reason: int = 0, winner: int = NOBODY_ID, colonies: tuple[int, int] = (0, 0),
+          illegal_agent: int = NOBODY_ID, illegal_action: int = -1) -> dict[str, Any]:
+    """One agent's info: the same keys at every step, every value an int (or a pair of ints),
+    never None (the module docstring, "Infos"); a fresh dict, so that no two agents share one."""
+    return {"end_reason": end_reason, "winner": winner, "colonies": colonies,
+            "illegal_agent": illegal_agent, "illegal_action": illegal_action}
 
 
 def _as_index(action: Any) -> Any:
-    """An integer-like action as a Python int; anything else unchanged, for the engine to refuse."""
+    """An integer action as a Python int; anything else unchanged, for the engine to refuse with
+    its one-line `IllegalActionError`. A bool is refused here: `True` is not action 1."""
+    if isinstance(action, (bool, np.bool_)):
+        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1} (R8), got {action!r}")
     try:
         return operator.index(action)
     except TypeError:
         return action
 
 
-class _ReadsRawEnv:
-    """Mixin for PettingZoo wrappers: the AEC attributes that every step reads (`last()`, the
-    wrappers' own checks) are properties reading the raw env (`self._raw`) in one C-level
-    lookup. Through `BaseWrapper.__getattr__` each read is one Python call per wrapper below
-    (about 35 such calls per step: most of what `env()` cost over `raw_env`). Same values, and the
-    same errors: when a property's read fails (AttributeError), Python falls back to the
-    wrapper's `__getattr__`, which raises as before. Read-only, as the raw env owns them."""
+def _not_an_action(action: Any) -> bool:
+    """A bool or a non-integer (what `Discrete(16001)` holds is ints 0..16000 only)."""
+    if isinstance(action, (bool, np.bool_)):
+        return True
+    try:
+        operator.index(action)
+    except TypeError:
+        return True
+    return False
+
+
+class _ReadsRawEnv(BaseWrapper):
+    """Base of the three wrappers of `env()`: PettingZoo's public `BaseWrapper` with the AEC
+    attributes that every step reads (`last()`, the wrappers' own checks) as properties reading
+    the raw env (`self._raw`) in one C-level lookup. Through `BaseWrapper.__getattr__` each read
+    is one Python call per wrapper below (about 35 per step: most of what `env()` cost over
+    `raw_env`). When a read fails (`_raw` not set yet), Python falls back to `__getattr__`, which
+    raises as PettingZoo's wrappers do. Read-only: the raw env owns them. No attribute of
+    PettingZoo's own wrappers is read or written, so a PettingZoo release that renames them
+    changes nothing here."""
 
     _raw: raw_env | None = None
     agent_selection = property(operator.attrgetter("_raw.agent_selection"))
@@ -406,87 +508,141 @@ class _ReadsRawEnv:
     infos = property(operator.attrgetter("_raw.infos"))
     _cumulative_rewards = property(operator.attrgetter("_raw._cumulative_rewards"))
 
+    def __str__(self) -> str:
+        return str(self.env)  # as PettingZoo's classic wrappers print themselves
 
-class OrderEnforcingColony(_ReadsRawEnv, wrappers.OrderEnforcingWrapper):
-    """PettingZoo's `OrderEnforcingWrapper` with direct reads (`_ReadsRawEnv`). `_raw` is set
-    only by `reset()`: before it the reads fall back to `__getattr__`, which raises "...
-    cannot be accessed before reset" exactly as the base class does."""
+
+class OrderEnforcingColony(_ReadsRawEnv):
+    """The contract of PettingZoo's `OrderEnforcingWrapper`: before `reset()`, reading `agents`,
+    `rewards`, ... is an AttributeError ("... cannot be accessed before reset") and `step`,
+    `observe`, `state`, `render` and `agent_iter` are errors; a step with no agent left warns;
+    `agent_iter()` asserts that each agent it yields is stepped."""
+
+    _BEFORE_RESET = frozenset({"rewards", "terminations", "truncations", "infos", "agent_selection", "num_agents", "agents"})
+    _was_reset = False
+    _stepped = False  # step() or reset() since agent_iter's last agent
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._BEFORE_RESET and not self._was_reset:
+            raise AttributeError(f"{name} cannot be accessed before reset")
+        return super().__getattr__(name)
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         self._raw = self.env.unwrapped
-        super().reset(seed=seed, options=options)
+        self._was_reset = True
+        self._stepped = True
+        self.env.reset(seed=seed, options=options)
 
-    def __str__(self) -> str:
-        return str(self.env)  # as the base class prints itself (it checks its exact type)
+    def step(self, action: Any) -> None:
+        if not self._was_reset:
+            EnvLogger.error_step_before_reset()
+        elif not self._raw.agents:
+            self._stepped = True
+            EnvLogger.warn_step_after_terminated_truncated()
+        else:
+            self._stepped = True
+            self.env.step(action)
+
+    def observe(self, agent: str) -> Any:
+        if not self._was_reset:
+            EnvLogger.error_observe_before_reset()
+        return self.env.observe(agent)
+
+    def state(self) -> np.ndarray:
+        if not self._was_reset:
+            EnvLogger.error_state_before_reset()
+        return self.env.state()
+
+    def render(self) -> Any:
+        if not self._was_reset:
+            EnvLogger.error_render_before_reset()
+        return self.env.render()
+
+    def agent_iter(self, max_iter: int = 2**63) -> AECIterable:
+        if not self._was_reset:
+            EnvLogger.error_agent_iter_before_reset()
+        return _OrderedAgents(self, max_iter)
 
 
-class AssertOutOfBoundsColony(_ReadsRawEnv, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's `AssertOutOfBoundsWrapper` with direct reads (`_ReadsRawEnv`), and a plain
-    int in range let through without `Discrete.contains` (which converts it to numpy: a few
-    microseconds per step). Anything else is judged by the base class."""
+class _OrderedAgents(AECIterable):
+    def __iter__(self) -> AECIterator:
+        return _OrderedAgentIterator(self.env, self.max_iter)
+
+
+class _OrderedAgentIterator(AECIterator):
+    def __next__(self) -> str:
+        agent = super().__next__()
+        assert self.env._stepped, "need to call step() or reset() in a loop over `agent_iter`"
+        self.env._stepped = False
+        return agent
+
+
+class AssertOutOfBoundsColony(_ReadsRawEnv):
+    """The contract of PettingZoo's `AssertOutOfBoundsWrapper`: an action outside the agent's
+    action space is an AssertionError (None is the action of a done agent). A bool is refused
+    too, though `Discrete.contains(True)` holds: `True` is not action 1 (issue 32)."""
 
     def __init__(self, env: AECEnv) -> None:
         super().__init__(env)
         self._raw = env.unwrapped
 
-    def step(self, action: int | None) -> None:
-        # Every agent's space is Discrete(N_ACTIONS) (raw_env), which holds exactly these ints.
-        if type(action) is int and 0 <= action < N_ACTIONS:
-            self.env.step(action)
-        else:
-            super().step(action)
+    def step(self, action: Any) -> None:
+        # Every agent's space is Discrete(N_ACTIONS) (raw_env): a plain int in range needs no more.
+        if not (type(action) is int and 0 <= action < N_ACTIONS):
+            agent = self._raw.agent_selection
+            done = self._raw.terminations[agent] or self._raw.truncations[agent]
+            if not (action is None and done):
+                assert not isinstance(action, (bool, np.bool_)) and self.action_space(agent).contains(action), (
+                    f"action {action!r:.40} is not in the action space: an integer id in 0..{N_ACTIONS - 1} (R8), "
+                    "or None for an agent that is done"
+                )
+        self.env.step(action)
 
 
-class TerminateIllegalColony(_ReadsRawEnv, wrappers.TerminateIllegalWrapper):
-    """PettingZoo's illegal-move handling (offender gets `illegal_reward`, every agent is
-    done) with a warning that says which action was illegal and why, and `infos` saying
-    the game ended on an illegal action."""
+class TerminateIllegalColony(_ReadsRawEnv):
+    """PettingZoo classic envs' illegal-move rule (as its `TerminateIllegalWrapper`): an illegal
+    action ends the game, the offender gets `illegal_reward`, the other 0, every agent is done;
+    with a warning that says which action was illegal and why, and `infos` saying so."""
 
     def __init__(self, env: AECEnv, illegal_reward: float) -> None:
-        super().__init__(env, illegal_reward)
+        super().__init__(env)
         self._raw = env.unwrapped
+        self._illegal_value = illegal_reward
 
-    def step(self, action: int) -> None:
-        agent = self.agent_selection
-        if self._prev_obs is None:
-            self.observe(agent)
-        mask = self._prev_obs["action_mask"]
-        live = not (self.terminations[agent] or self.truncations[agent])
-        if live and action is not None and mask[action]:
-            # The base class's path for a legal action, without its second look at the mask.
-            self._prev_obs = None
-            self._prev_info = None
+    def step(self, action: Any) -> None:
+        raw = self._raw
+        agent = raw.agent_selection
+        if raw.terminations[agent] or raw.truncations[agent] or action is None:
+            self.env.step(action)  # a done agent's step, or None for a live one: the raw env decides
+            return
+        mask = raw._observed(agent)[1]
+        if not _not_an_action(action) and 0 <= action < N_ACTIONS and mask[action]:
             self.env.step(action)
             return
-        if not live or action is None:
-            super().step(action)
-            return
-        base = self.env.unwrapped
         try:
-            apply_action(base.game_state, base.board_action(agent, action))  # for its message only: the state is immutable
+            apply_action(raw.game_state, raw.board_action(agent, _as_index(action)))  # its message only: the state is immutable
             why = f"action {action}, which is not in the action mask"  # pragma: no cover - mask and engine agree
         except IllegalActionError as exc:
             why = str(exc)
-        EnvLogger._generic_warning(f"[WARNING]: {agent} played an {why}. The game ends; {agent} gets {self._illegal_value:+g}.")
-        # From here on exactly PettingZoo's TerminateIllegalWrapper.
-        self._prev_obs = None
-        self._prev_info = None
-        base._cumulative_rewards[agent] = 0
-        base.terminations = dict.fromkeys(base.agents, True)
-        base.truncations = dict.fromkeys(base.agents, True)
-        base.rewards = dict.fromkeys(base.agents, 0)
-        base.rewards[agent] = float(self._illegal_value)
-        base._accumulate_rewards()
-        base._deads_step_first()
-        self._terminated = True
-        for a in base.agents:
-            base.infos[a] = {"end_reason": ILLEGAL_ACTION, "illegal_agent": agent, "illegal_action": int(action)}
+        _warn(f"[WARNING]: {agent} played an {why}. The game ends; {agent} gets {self._illegal_value:+g}.")
+        raw._end_on_illegal(agent, action if not _not_an_action(action) else -1, self._illegal_value)
+
+
+def _warn(message: str) -> None:
+    """A warning through PettingZoo's logger, kept in `EnvLogger.mqueue` as its own warnings are."""
+    logger = EnvLogger.get_logger()
+    if not logger.hasHandlers():
+        logger.addHandler(EnvWarningHandler(mqueue=EnvLogger.mqueue))
+    logger.warning(message)
+    EnvLogger.mqueue.append(message)
 
 
 __all__ = [
     "AGENTS",
     "AGENT_COLOUR",
     "ENV_NAME",
+    "END_REASON_NAMES",
+    "INFO_KEYS",
     "AssertOutOfBoundsColony",
     "OrderEnforcingColony",
     "TerminateIllegalColony",

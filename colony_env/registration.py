@@ -2,7 +2,8 @@
 
 * PettingZoo: `pettingzoo.make("aec", "colony_env/colony-v0")` (the wrapped AEC env of
   `colony_env.colony_v0`; keyword arguments go to it: `max_plies`, `render_mode`,
-  `canonical`).
+  `canonical`), with PettingZoo 1.27 or later: older releases have no registry, and there
+  `colony_env.colony_v0.env()` is the way in.
 * Gymnasium: `gymnasium.make("colony_env/ColonySingleAgent-v0")` (the single-agent
   env) and `gymnasium.make_vec(..., vectorization_mode="vector_entry_point")` (its
   batched `gymnasium.vector.VectorEnv`, `colony_env.gym_vector`).
@@ -30,7 +31,9 @@ GYMNASIUM_ID = "colony_env/ColonySingleAgent-v0"
 
 def register_envs() -> None:
     """Add the ids above to both registries (idempotent: an id already there is kept)."""
-    if PETTINGZOO_ID not in pettingzoo.aec_registry:
+    # PettingZoo's registry arrived in 1.27; the env itself needs only the AEC API (>= 1.24).
+    registry = getattr(pettingzoo, "aec_registry", None)
+    if registry is not None and PETTINGZOO_ID not in registry:
         pettingzoo.register("aec", PETTINGZOO_ID, entry_point="colony_env.colony_v0:env")
     if GYMNASIUM_ID not in gymnasium.registry:
         gymnasium.register(

@@ -34,6 +34,7 @@ from sb3_contrib.common.wrappers import ActionMasker
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 import colony_env  # noqa: E402,F401  (registers colony_env/colony-v0 with PettingZoo)
+from colony_env.env import END_REASON_NAMES  # noqa: E402  (infos hold codes: names of the end reasons)
 
 ENV_ID = "colony_env/colony-v0"
 
@@ -106,7 +107,7 @@ def eval_action_mask(model: MaskablePPO, num_games: int = 100, **env_kwargs: Any
                     scores[winner] += 1
                 for a in env.possible_agents:
                     total_rewards[a] += env.rewards[a]
-                illegal += info.get("end_reason") == "illegal_action"
+                illegal += END_REASON_NAMES[info["end_reason"]] == "illegal_action"
                 break
             if agent == env.possible_agents[0]:
                 act = env.action_space(agent).sample(action_mask)

@@ -218,3 +218,23 @@ def test_state_is_immutable_and_hashable():
     assert pickle.loads(pickle.dumps(s)) == s
     assert ce.GameState.from_array(s.to_array()) == s
     assert "red to move" in repr(s) and "a  b  c" in str(s)
+
+
+@pytest.mark.parametrize(
+    "field,value,fragment",
+    [
+        ("board", lambda d: np.array(d["board"]), "field 'board' must be a list of 10 strings"),
+        ("board", lambda d: [np.array(list(d["board"][0]))] + d["board"][1:], "field 'board' row 0 must be a string"),
+        ("ply", lambda d: np.arange(30), "field 'ply' must be an int"),
+        ("to_move", lambda d: np.array(["red"] * 40), "field 'to_move' must be"),
+        ("unlocked", lambda d: np.zeros((8, 8)), "field 'unlocked' must be true or false"),
+    ],
+)
+def test_r9_1_numpy_values_get_a_one_line_message(field, value, fragment):
+    """Issue 32 item 9: a NumPy array's repr spans lines; the message stays one line (R9.1)."""
+    d = ce.new_game(0).to_dict()
+    d[field] = value(d)
+    with pytest.raises(ValueError) as info:
+        ce.GameState.from_dict(d)
+    assert fragment in str(info.value) and "\n" not in str(info.value), str(info.value)
+    assert len(str(info.value)) < 200

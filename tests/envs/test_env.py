@@ -14,7 +14,7 @@ from pettingzoo.utils.env_logger import EnvLogger
 
 import colony_env as ce
 from colony_env import observation
-from colony_env.env import AGENT_COLOUR, AGENTS, env, raw_env
+from colony_env.env import AGENT_COLOUR, AGENTS, END_REASON_NAMES, env, raw_env
 from colony_env.observation import encode_observation
 from helpers import pos
 
@@ -138,8 +138,9 @@ def _check_end(e, expected_reason: str) -> None:
     assert all(e.terminations[a] == (not truncated) for a in AGENTS)
     winner = None if state.winner is None else AGENTS[int(state.winner)]
     counts = ce.controlled_counts(state)
-    for a in AGENTS:
-        assert e.infos[a] == {"end_reason": expected_reason, "winner": winner, "colonies": {"player_0": counts[0], "player_1": counts[1]}}
+    for a in AGENTS:  # numbers only (issue 32): END_REASON_NAMES names the code, -1 is nobody
+        assert e.infos[a] == {"end_reason": END_REASON_NAMES.index(expected_reason), "winner": -1 if winner is None else AGENTS.index(winner),
+                              "colonies": (counts[0], counts[1]), "illegal_agent": -1, "illegal_action": -1}
     finals = {}
     while e.agents:  # every agent sees its final reward in last(), then takes a dead step
         agent = e.agent_selection
@@ -250,7 +251,10 @@ def test_wrapped_env_ends_the_game_on_an_illegal_action_with_a_clear_warning() -
     messages = [str(m) for m in EnvLogger.mqueue]
     assert any(re.search(rf"{offender} played an illegal action {illegal} .* gets -1", m) for m in messages), messages
     assert all(e.terminations.values())
-    assert e.infos[offender]["end_reason"] == "illegal_action"
+    assert END_REASON_NAMES[e.infos[offender]["end_reason"]] == "illegal_action"
+    assert e.infos[other] == e.infos[offender]
+    assert e.infos[offender]["illegal_agent"] == AGENTS.index(offender) and e.infos[offender]["illegal_action"] == illegal
+    assert e.infos[offender]["winner"] == -1
     finals = {}
     while e.agents:
         finals[e.agent_selection] = e.last()[1]
@@ -347,7 +351,7 @@ def test_observe_and_last_return_arrays_the_caller_owns() -> None:
         again, *_ = e.last()
         assert again["action_mask"][legal] == 1 and again["observation"].any()
         e.step(legal)
-        assert all(info.get("end_reason") != "illegal_action" for info in e.infos.values())
+        assert all(END_REASON_NAMES[info["end_reason"]] != "illegal_action" for info in e.infos.values())
         if any(e.terminations.values()) or any(e.truncations.values()):
             break
 
@@ -442,4 +446,75 @@ def test_engine_agents_play_in_the_canonical_view() -> None:
         e.last()
         e.step(players[name](e, name))
     assert e.unwrapped.game_state.is_over  # every action was legal (an illegal one ends with a warning)
-    assert all(info.get("end_reason") != "illegal_action" for info in e.infos.values())
+    assert all(END_REASON_NAMES[info["end_reason"]] != "illegal_action" for info in e.infos.values())
+
+
+# --- issue 32: infos of one shape, bools refused ------------------------------------------------
+def _info_types(info: dict) -> dict:
+    return {k: (type(v), len(v) if isinstance(v, tuple) else None) for k, v in info.items()}
+
+
+@pytest.mark.parametrize("make", [env, raw_env], ids=["env", "raw_env"])
+def test_every_info_has_the_same_keys_and_types_at_every_step(make) -> None:
+    """Issue 32 item 10: typed per-step buffers need one schema: the keys of `INFO_KEYS` at every
+    step, each value a number of one type (a pair for `colonies`) and never None (0 or -1 until
+    the game ends), so that each converts to a tensor as TorchRL's specs need."""
+    from colony_env.env import INFO_KEYS
+
+    rng = np.random.default_rng(3)
+    for seed in range(3):
+        e = make(max_plies=60 + 40 * seed)
+        e.reset(seed=seed)
+        expected = None
+        for agent in e.agent_iter():
+            obs, _, term, trunc, info = e.last()
+            for a in e.agents:
+                assert tuple(e.infos[a]) == INFO_KEYS and None not in e.infos[a].values()
+                shape = _info_types(e.infos[a])
+                expected = expected or shape
+                assert shape == expected, (shape, expected)
+            if not (term or trunc):
+                assert info["end_reason"] == 0 and info["winner"] == -1 and info["illegal_action"] == -1
+                assert all(np.asarray(v).dtype.kind == "i" for v in info.values())
+            e.step(None if term or trunc else _random_action(obs, rng))
+
+
+@pytest.mark.parametrize("bad", [True, False, np.True_, np.bool_(False)])
+def test_a_bool_is_not_an_action(bad) -> None:
+    """Issue 32 item 8: `True` is not action 1. raw_env refuses it with the one-line
+    IllegalActionError of any non-integer; env() with the out-of-space AssertionError."""
+    e = raw_env()
+    e.reset(seed=1)
+    before = e.game_state
+    with pytest.raises(ce.IllegalActionError, match="integer id in 0..16000") as info:
+        e.step(bad)
+    assert "\n" not in str(info.value) and e.game_state == before
+    w = env()
+    w.reset(seed=1)
+    with pytest.raises(AssertionError, match="not in the action space") as info:
+        w.step(bad)
+    assert "\n" not in str(info.value) and w.unwrapped.game_state == before
+    w.step(int(np.flatnonzero(w.last()[0]["action_mask"])[0]))  # still playable
+
+
+def test_env_writes_no_pettingzoo_private_attribute() -> None:
+    """Issue 29 item 7: the wrappers are the project's own over PettingZoo's public BaseWrapper;
+    nothing of PettingZoo's private state is read or written, so a release that renames it
+    changes nothing."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(ce.__file__).parent / "env.py").read_text())
+    private = {"_prev_obs", "_prev_info", "_deads_step_first", "_was_dead_step", "_generic_warning",
+               "_skip_agent_selection", "_has_reset", "_has_updated", "_terminated"}
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} & private
+    assert used == set(), used
+    from pettingzoo.utils import wrappers as pz_wrappers
+
+    chain, e = [], env()
+    while hasattr(e, "env"):
+        chain.append(type(e))
+        e = e.env
+    assert all(c.__module__ == "colony_env.env" for c in chain)
+    assert not any(issubclass(c, (pz_wrappers.OrderEnforcingWrapper, pz_wrappers.TerminateIllegalWrapper,
+                                  pz_wrappers.AssertOutOfBoundsWrapper)) for c in chain)
