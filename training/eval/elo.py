@@ -17,8 +17,10 @@ negative Hessian of `L` at the maximum, anchor fixed).
 
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -31,11 +33,46 @@ TOLERANCE = 1e-10
 MAX_STRENGTH = 50.0  # |strength| beyond this (about 8,700 Elo) means no finite maximum exists
 DEFAULT_PRIOR_DRAWS = 1.0
 
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A fixed agent of the ladder: its rating (None until rated) and where the rating comes from.
+
+    `command` is what rates it (or would); `output` is that command's recorded result, so every
+    rating can be checked by running the command again. An unrated anchor can still be played
+    (its scores are logged) but gives no Elo until its rating is recorded here."""
+
+    spec: str
+    elo: float | None
+    ci95: float | None
+    command: str
+    output: str
+    cost: str = ""  # what rating it takes (measured), while it is unrated
+
+
 # The fixed ladder colony-zero's evaluations are rated against (`fit_elo(..., fixed=LADDER_ELO)`),
-# so that a run's Elo keeps moving once it beats `random` every game. `greedy`'s rating is
-# `greedy` against `random` over 1,000 games (953 / 36 / 11, score 0.971 [0.959, 0.980]: +607 +-64 Elo):
-#   colony-eval greedy random --games 1000 --seed 31337 --workers 1
-LADDER_ELO: dict[str, float] = {"random": 0.0, "greedy": 607.0}
+# so that a run's Elo keeps moving once it beats `random` (then `greedy`, ...) every game. Each
+# anchor is rated once against the rated anchors below it, with its command and output here; an
+# anchor's rating is then taken as exact. Rating a new one: run its command, then
+#   python -m colony_training.eval.elo OUT_DIR      # its Elo with the rated anchors held fixed
+# and record both outputs here (docs/zero.md, "The ladder").
+ANCHORS: tuple[Anchor, ...] = (
+    Anchor("random", 0.0, 0.0, "", "the ladder's zero, by definition"),
+    Anchor("greedy", 607.0, 64.0, "colony-eval greedy random --games 1000 --seed 31337 --workers 1",
+           "greedy vs random: 1000 games, 953 / 36 / 11, score 0.971 [0.959, 0.980]: +607 +-64 Elo"),
+    Anchor("mcts:200", None, None,
+           "colony-eval mcts:200 greedy --games 1000 --seed 31338 --workers 2 --out runs/anchor-mcts200",
+           "", "10 games (6 / 0 / 4) took 52 s on one core, 26 s of it the one-time compile: about 2.8 s a game, "
+           "47 CPU minutes (25 minutes on 2 cores) for 1,000 games"),
+    Anchor("mcts:1000", None, None,
+           "colony-eval mcts:1000 mcts:200 --games 1000 --seed 31339 --workers 2 --out runs/anchor-mcts1000",
+           "", "needs mcts:200 rated first; 4 games (3 / 0 / 1) took 59 CPU seconds: about 15 s a game, "
+           "4 CPU hours (2 hours on 2 cores) for 1,000 games"),
+)
+LADDER_ELO: dict[str, float] = {a.spec: a.elo for a in ANCHORS if a.elo is not None}
+"""The rated anchors' Elo by spec (`random` 0, `greedy` +607, ...): what `ladder_rating` holds fixed."""
+UNRATED_ANCHORS: tuple[str, ...] = tuple(a.spec for a in ANCHORS if a.elo is None)
 
 
 @dataclass(frozen=True)
@@ -204,3 +241,53 @@ def ladder_rating(agent: str, tallies: Iterable[PairTally]) -> tuple[float, floa
         return float("nan"), float("nan")
     fit = fit_elo(rows, fixed={t.b: LADDER_ELO[t.b] for t in rows})
     return fit.ratings[agent], fit.ci95[agent]
+
+
+def rate_from_pairs(path: str | Path) -> list[tuple[str, float, float, float]]:
+    """(agent, Elo, 95% half-width, games) of every agent in a `colony-eval` pairs.csv that is not a
+    rated anchor, fitted with the rated anchors held at `LADDER_ELO` (the way an anchor is rated)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "pairs.csv"
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            pairs = list(csv.DictReader(f))
+        tallies = [PairTally(r["a"], r["b"], float(r["wins"]), float(r["draws"]), float(r["losses"])) for r in pairs]
+    except FileNotFoundError:
+        raise ValueError(f"{str(path)!r} does not exist (give a colony-eval --out folder or its pairs.csv)") from None
+    except (OSError, UnicodeDecodeError, KeyError, TypeError, ValueError, csv.Error) as e:
+        raise ValueError(f"{str(path)!r} is not a colony-eval pairs.csv ({type(e).__name__})") from None
+    names = list(dict.fromkeys(n for t in tallies for n in (t.a, t.b)))
+    fixed = {n: LADDER_ELO[n] for n in names if n in LADDER_ELO}
+    if not fixed:
+        raise ValueError(f"{str(path)!r} has no games against a rated anchor ({', '.join(LADDER_ELO)})")
+    fit = fit_elo(tallies, names, fixed=fixed)
+    games = {n: sum(t.games for t in tallies if n in (t.a, t.b)) for n in names}
+    return [(n, fit.ratings[n], fit.ci95[n], games[n]) for n in names if n not in fixed]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m colony_training.eval.elo OUT_DIR`: the Elo of a colony-eval run's agents on the fixed ladder."""
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m colony_training.eval.elo",
+                                description="Rate the agents of a colony-eval run (its --out folder or pairs.csv) "
+                                "against the fixed ladder's rated anchors, held at their ratings: how a new "
+                                "anchor is rated. Anchors and their records: training/eval/elo.py ANCHORS.")
+    p.add_argument("pairs", help="a colony-eval --out folder, or its pairs.csv")
+    args = p.parse_args(argv)
+    try:
+        rated = rate_from_pairs(args.pairs)
+    except ValueError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+    held = ", ".join(f"{k} {v:+.0f}" for k, v in LADDER_ELO.items())
+    print(f"Elo on the fixed ladder ({held}; 95% intervals from these games alone)")
+    for name, elo, ci, games in rated:
+        print(f"{name:<24} {elo:+7.1f} +-{ci:5.1f}  ({games:.0f} games)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

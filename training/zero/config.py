@@ -160,6 +160,16 @@ class ZeroConfig(Config):
         "If > 0, also evaluate the search agent `az:N` with N simulations against the ladder.",
         at_least(0),
     )
+    eval_policy: bool = key(
+        True,
+        "Evaluate the policy alone (false: only the search agent, which needs eval_simulations > 0).",
+        Check(lambda v, c: v or c.eval_simulations > 0, "true, or false with eval_simulations > 0 (something must play)"),
+    )
+    eval_search_opponents: list[str] = key(
+        [],
+        "The ladder the search agent `az:eval_simulations` plays (e.g. [mcts:200, mcts:1000]); [] = `eval_opponents`.",
+        LADDER_SPECS,
+    )
     eval_max_plies: int = key(
         400,
         "Ply limit of the evaluation games (R6.2.4's default), whatever `max_plies` self-play uses.",

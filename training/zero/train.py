@@ -81,7 +81,8 @@ PROG = "colony-zero"
 _error = functools.partial(report_error, PROG)
 TRAINER = "colony-zero"
 RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games",
-                  "eval_simulations", "eval_max_plies", "eval_opponents", "parallel_games", "keep_checkpoints")
+                  "eval_simulations", "eval_max_plies", "eval_opponents", "eval_policy", "eval_search_opponents",
+                  "parallel_games", "keep_checkpoints")
 """Settings a resumed run may change: they decide how fast or how often, not what is learned."""
 METRICS_FIELDS = ("generation", "games", "positions", "buffer", "game_length", "red_wins", "draws", "selfplay_s",
                   "fit_s", "fit_steps", "policy_loss", "target_entropy", "value_loss", "ownership_loss", "cpu_hours",
@@ -148,18 +149,27 @@ def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg:
 
 
 def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
-    """The policy (and the search agent) against the ladder; one row per (agent, opponent)."""
+    """The policy (and the search agent) against their ladders; one row per (agent, opponent).
+
+    What each evaluation cost (games, seconds) is said on stderr, one line per agent: the ladder's
+    top anchors are search agents, and their games can cost more than the generation they rate."""
     from ..eval.elo import ladder_rating
     from ..eval.evaluate import evaluate
 
-    agents = [f"checkpoint:{path}"]
+    agents = [(f"checkpoint:{path}", "policy", cfg.eval_opponents)] if cfg.eval_policy else []
     if cfg.eval_simulations:
-        agents.append(f"checkpoint:{path}:az:{cfg.eval_simulations}")
+        agents.append((f"checkpoint:{path}:az:{cfg.eval_simulations}", f"az:{cfg.eval_simulations}",
+                       cfg.eval_search_opponents or cfg.eval_opponents))
     rows = []
-    for agent in agents:
-        result = evaluate([agent, *cfg.eval_opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
+    for agent, label, opponents in agents:
+        t0 = time.time()
+        result = evaluate([agent, *opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
                           workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False)
-        label = "policy" if agent.endswith(".pt") else f"az:{cfg.eval_simulations}"
+        seconds = time.time() - t0
+        games = sum(s.games for s in result.pairs)
+        tqdm.write(f"{PROG}: generation {generation} evaluation of {label}: {games} games against "
+                   f"{', '.join(opponents)} in {seconds:.1f} s on {cfg.workers} worker(s) "
+                   f"({seconds / max(1, games):.2f} s a game)", file=sys.stderr)
         elo, elo_ci95 = ladder_rating(agent, [s.tally() for s in result.pairs])
         for s in result.pairs:
             rows.append({"generation": generation, "cpu_hours": round(cpu_hours, 4), "agent": label, "opponent": s.b,
