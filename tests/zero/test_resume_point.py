@@ -130,7 +130,7 @@ def one_line_error(capsys) -> str:
     return err[0]
 
 
-def test_corrupt_and_foreign_files_are_refused_in_one_line(run, tmp_path, capsys):
+def test_corrupt_and_foreign_files_are_refused_in_one_line(run, tmp_path, capsys, monkeypatch):
     point = tmp_path / "point.pt"
     assert zero_train.main(["--export-resume", str(run), str(point), "--resume-positions", "40"]) == 0
     capsys.readouterr()
@@ -156,6 +156,11 @@ def test_corrupt_and_foreign_files_are_refused_in_one_line(run, tmp_path, capsys
     torch.save(data, tmp_path / "ragged.pt")
     assert zero_train.main(["--resume-from", str(tmp_path / "ragged.pt"), "--run-dir", str(tmp_path / "r")]) == 2
     assert "do not fit together" in one_line_error(capsys)
+    # a sample that unpacks to more than the bound (here lowered below this small one's size)
+    monkeypatch.setattr(resume_point, "MAX_SAMPLE_BYTES", 1000)
+    assert zero_train.main(["--resume-from", str(point), "--run-dir", str(tmp_path / "r")]) == 2
+    assert "unpacks to" in one_line_error(capsys) and not (tmp_path / "r").exists()
+    monkeypatch.undo()
     data["resume_point"]["replay_npz"] = torch.zeros(100, dtype=torch.uint8)
     torch.save(data, tmp_path / "garbage.pt")
     assert zero_train.main(["--resume-from", str(tmp_path / "garbage.pt"), "--run-dir", str(tmp_path / "r")]) == 2
@@ -176,3 +181,23 @@ def test_corrupt_and_foreign_files_are_refused_in_one_line(run, tmp_path, capsys
         assert zero_train.main([*argv, "--no-progress"]) == 2, argv
         assert message in one_line_error(capsys), argv
     assert (taken / "x").read_text() == "mine" and not (tmp_path / "n").exists()
+
+
+def test_a_run_killed_before_logging_its_last_generation_logs_it_once_after_the_move(run, tmp_path):
+    """The checkpoint of generation 1 is written but its rows are not (killed during its evaluation):
+    the resume point carries the pending log, and the continued run logs generation 1 exactly once."""
+    killed = tmp_path / "killed"
+    shutil.copytree(run, killed)
+    for name in ("metrics.csv", "eval.csv"):
+        lines = (killed / name).read_text().splitlines(keepends=True)
+        (killed / name).write_text("".join(ln for ln in lines if not ln.startswith("1,")))
+    assert [r["generation"] for r in rows(killed / "metrics.csv")] == ["0"]
+    point = tmp_path / "point.pt"
+    assert zero_train.main(["--export-resume", str(killed), str(point)]) == 0
+    assert "pending_log" in resume_point.read(point)
+    fresh = tmp_path / "fresh"
+    assert zero_train.main(["--resume-from", str(point), "--run-dir", str(fresh), "--generations", "3",
+                            "--no-progress"]) == 0
+    assert [r["generation"] for r in rows(fresh / "metrics.csv")] == ["0", "1", "2"]
+    assert [r["generation"] for r in rows(fresh / "eval.csv")] == ["0", "1", "2"]
+    assert rows(fresh / "metrics.csv")[1] == rows(run / "metrics.csv")[1]  # the pending row, as the run had it

@@ -47,6 +47,8 @@ RESUME_FORMAT = "colony-zero-resume-point"
 RESUME_VERSION = 1
 DEFAULT_SAMPLE = 10_000
 """Replay positions kept by default: about 3.5 MB compressed (docs/zero.md)."""
+MAX_SAMPLE_BYTES = 2**30
+"""The most a replay sample may unpack to (1 GiB: about a million positions)."""
 LOG_NAMES = ("metrics.csv", "eval.csv")
 LATEST = f"{CHECKPOINT_DIR}/latest.pt"
 _DTYPES = {"states": np.int32, "target_ids": np.int16, "target_probs": np.float32, "offsets": np.int64,
@@ -162,8 +164,14 @@ def _replay(point: dict[str, Any], where: str) -> GameData:
         raise ResumePointError(f"{where} is damaged: 'replay_npz' must be a 1-d uint8 tensor")
     try:
         with np.load(io.BytesIO(raw.numpy().tobytes()), allow_pickle=False) as z:
+            unpacked = sum(info.file_size for info in z.zip.infolist())
+            if unpacked > MAX_SAMPLE_BYTES:  # a small file must not make the loader allocate gigabytes
+                raise ResumePointError(f"{where} is damaged: its replay sample unpacks to {unpacked} bytes, "
+                                       f"more than the {MAX_SAMPLE_BYTES} a resume point may hold")
             arrays = {k: z[k] for k in ARRAY_FIELDS}
             stats = float(z["cpu_seconds"]), int(z["leaf_evaluations"])
+    except ResumePointError:
+        raise
     except (OSError, ValueError, KeyError, EOFError, TypeError) as e:
         raise ResumePointError(f"{where} is damaged: its replay sample cannot be read ({type(e).__name__})") from None
     for k, a in arrays.items():
