@@ -31,8 +31,9 @@ Gymnasium's conventions, exactly:
   observation and info) or `DISABLED` (reset ended slots yourself with
   `reset(options={"reset_mask": mask})`).
 * `infos` in `SyncVectorEnv`'s layout: every key of the single env's info (learner_colour,
-  ply, action_mask, and at the end end_reason, winner) as an array over the slots, with a
-  boolean `_key` array saying which slots have it.
+  ply, action_mask, end_reason, winner, error: the same keys at every step, "" until an
+  episode ends) as an array over the slots, with a boolean `_key` array saying which slots
+  have it.
 * `call(name)` / `get_attr(name)` return a tuple over the slots, as `SyncVectorEnv` does,
   for `action_masks`, `game_state`, `learner`, `to_board_action` and `render`.
 
@@ -474,34 +475,23 @@ class ColonyGymVectorEnv(VectorEnv):
         infos["learner_colour"], infos["_learner_colour"] = colours, has.copy()
         infos["ply"], infos["_ply"] = plies, has.copy()
         infos["action_mask"], infos["_action_mask"] = mask, has.copy()
+        # The single env's end keys are in every info ("" until the end; `_end_infos` fills them).
+        for key in ("end_reason", "winner", "error"):
+            blank = np.full(self.num_envs, "", dtype=object)
+            blank[~has] = None  # as SyncVectorEnv leaves a slot without an info
+            infos[key], infos[f"_{key}"] = blank, has.copy()
 
     def _end_infos(self, infos: dict[str, Any], ended: np.ndarray, errors: dict[int, str]) -> None:
-        """`end_reason` and `winner` (`error` after an illegal action) of the ended slots."""
-        if not ended.any():
-            return
-        if not errors and "end_reason" not in infos and "winner" not in infos:
-            # Games that ended by the rules: the arrays `_add_info` would build slot by slot
-            # (object arrays, None elsewhere; a `_key` mask each), built at once.
-            reasons = np.full(self.num_envs, None, dtype=object)
-            winners = np.full(self.num_envs, None, dtype=object)
-            for i in np.flatnonzero(ended).tolist():
-                reasons[i] = END_REASONS[self._states[i, I_REASON] - 1]
-                w = _core.winner(self._states[i, :N_CELLS])
-                winners[i] = None if w == NOBODY else _COLOUR_NAMES[w]
-            infos["end_reason"], infos["_end_reason"] = reasons, ended.copy()
-            infos["winner"], infos["_winner"] = winners, ended.copy()
-            return
-        for i in np.flatnonzero(ended):
-            i = int(i)
+        """`end_reason` and `winner` (`error` after an illegal action) of the ended slots, written
+        into the arrays `_common_infos` made."""
+        for i in np.flatnonzero(ended).tolist():
             if i in errors:
-                s = self.game_state(i)
-                extra = {"end_reason": ILLEGAL_ACTION, "error": errors[i]}
-                if s.is_over:  # pragma: no cover - an illegal action is refused in a live game
-                    extra["winner"] = None if s.winner is None else str(s.winner)
-            else:
-                s = self.game_state(i)
-                extra = {"end_reason": s.end_reason, "winner": None if s.winner is None else str(s.winner)}
-            self._add_info(infos, extra, i)
+                infos["end_reason"][i] = ILLEGAL_ACTION
+                infos["error"][i] = errors[i]
+                continue
+            infos["end_reason"][i] = END_REASONS[self._states[i, I_REASON] - 1]
+            w = _core.winner(self._states[i, :N_CELLS])
+            infos["winner"][i] = "" if w == NOBODY else _COLOUR_NAMES[w]
 
     @staticmethod
     def _slot_info(infos: dict[str, Any], i: int) -> dict[str, Any]:

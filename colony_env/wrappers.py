@@ -22,7 +22,10 @@ game is over; either side may move several times in a row (grace moves, R6.3). T
 reward is +1/-1/0 from the learner's point of view at the end (R7.4), 0 before;
 `terminated` at a game end, `truncated` at the ply limit (R6.2, rewards still paid).
 `info["action_mask"]` is `action_masks()` too (as Gymnasium's Taxi puts its mask in
-`info`), so vectorised envs batch it.
+`info`), so vectorised envs batch it. Every info has the same keys, each of one type and
+never None: `learner_colour` ("red"/"blue"), `ply` (int), `action_mask`, `end_reason` ("" until
+the episode ends, then R6.2's reason or "illegal_action"), `winner` ("red"/"blue", "" for none
+or a draw) and `error` (the illegal action's message, else "").
 
 The opponent is a spec string (`"random"`, the default; `"greedy"`; `"mcts:N"` or
 `"mcts:N:C"`, as in `colony-eval`), any `colony_env.agents.Agent`, or a callable
@@ -279,11 +282,15 @@ class ColonySingleAgentEnv(gymnasium.Env):
 
     def _info(self) -> dict[str, Any]:
         s = self.game_state
-        info: dict[str, Any] = {"learner_colour": str(self.learner), "ply": s.ply, "action_mask": self.action_masks()}
-        if s.is_over:
-            info["end_reason"] = s.end_reason
-            info["winner"] = None if s.winner is None else str(s.winner)
-        return info
+        # The same keys at every step, each of one type, never None (issue 32): "" until the end.
+        return {
+            "learner_colour": str(self.learner),
+            "ply": s.ply,
+            "action_mask": self.action_masks(),
+            "end_reason": s.end_reason or "",
+            "winner": "" if s.winner is None else str(s.winner),
+            "error": "",
+        }
 
 
 __all__ = ["GYMNASIUM_ID", "OPPONENT_SPECS_HELP", "ColonySingleAgentEnv", "as_action_id", "make_opponent"]

@@ -133,7 +133,9 @@ def test_illegal_actions_lose_or_raise() -> None:
     with pytest.warns(UserWarning, match=f"slot 1: learner action .*{illegal}"):
         _, rewards, term, _, infos = env.step(np.array([legal[0], illegal, legal[2]]))
     assert rewards[1] == -1.0 and term.tolist() == [False, True, False]
-    assert infos["end_reason"][1] == "illegal_action" and infos["_end_reason"].tolist() == [False, True, False]
+    # every slot has every key (issue 32: one shape at every step): "" where the episode goes on
+    assert infos["end_reason"].tolist() == ["", "illegal_action", ""] and infos["_end_reason"].all()
+    assert infos["error"][1] and infos["error"][0] == infos["error"][2] == "" and infos["winner"].tolist() == ["", "", ""]
 
     env = ColonyGymVectorEnv(3, learner_colour="red", illegal_action="raise")
     _, infos = env.reset(seed=5)
@@ -197,3 +199,29 @@ def test_bench_section_prints_medians(capsys) -> None:
     out = capsys.readouterr().out
     for label in ("gym vector env N=1,", "gym vector env N=256,", "SyncVectorEnv N=16,"):
         assert re.search(re.escape(label) + r".*\d[\d,]* steps/s", out), out
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_infos_have_the_same_keys_and_no_none_at_every_step(mode) -> None:
+    """Issue 32 item 10: the single env's keys in every slot at every step, never None."""
+    from colony_env.wrappers import ColonySingleAgentEnv
+
+    keys = ["learner_colour", "ply", "action_mask", "end_reason", "winner", "error"]
+    single = ColonySingleAgentEnv(max_plies=12)
+    _, info = single.reset(seed=0)
+    rng = np.random.default_rng(0)
+    env = ColonyGymVectorEnv(4, max_plies=12, autoreset_mode=mode)
+    _, infos = env.reset(seed=0)
+    ends = 0
+    for _ in range(30):
+        assert list(info) == keys and all(v is not None for v in info.values())
+        assert [k for k in infos if not k.startswith("_") and not k.startswith("final")] == keys
+        for k in keys:
+            assert infos[f"_{k}"].all() and not any(v is None for v in infos[k])
+        _, _, term, trunc, infos = env.step(env.random_actions(rng))
+        ends += int((term | trunc).sum())
+        if info["end_reason"]:
+            _, info = single.reset()
+        else:
+            _, _, _, _, info = single.step(int(np.flatnonzero(single.action_masks())[0]))
+    assert ends > 0
