@@ -177,6 +177,9 @@ def test_corrupt_and_foreign_files_are_refused_in_one_line(run, tmp_path, capsys
         (["--export-resume", str(tmp_path / "nope"), str(tmp_path / "o.pt")], "no config.yaml"),
         (["--export-resume", str(run), str(run / "inside.pt")], "outside the run directory"),
         (["--export-resume", str(run), str(tmp_path / "o.pt"), "--resume-positions", "-1"], ">= 0"),
+        (["--export-resume", str(run), str(taken / "x" / "o.pt")], "is a file, not a folder"),
+        (["--export-resume", str(run), str(tmp_path)], "is a folder"),
+        (["--resume-from", str(point), "--run-dir", str(taken / "x" / "run")], "is a file, not a folder"),
     ]:
         assert zero_train.main([*argv, "--no-progress"]) == 2, argv
         assert message in one_line_error(capsys), argv

@@ -38,7 +38,7 @@ import torch
 
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..config import config_from_dict
-from ..runlog import CHECKPOINT_DIR, RunDir, atomic_write_text, is_file
+from ..runlog import CHECKPOINT_DIR, RunDir, atomic_write_text, is_file, output_dir_problem, output_file_problem
 from .config import ZeroConfig
 from .replay import ReplayBuffer, shard_bytes, shard_path, write_shard
 from .selfplay import ARRAY_FIELDS, GameData
@@ -116,6 +116,11 @@ def export(run_dir: str | Path, out: str | Path, limit: int = DEFAULT_SAMPLE) ->
         raise ResumePointError(f"{str(run_dir)!r} has no {LATEST} yet: no generation has finished")
     if out.resolve().is_relative_to(run_dir.resolve()):
         raise ResumePointError(f"write the resume point outside the run directory, not to {str(out)!r}")
+    if out.is_dir():
+        raise ResumePointError(f"{str(out)!r} is a folder; give a file name, e.g. {str(out / 'resume.pt')!r}")
+    problem = output_file_problem(out)
+    if problem:
+        raise ResumePointError(problem)
     ckpt = read_checkpoint(ckpt_path)
     if "generation" not in ckpt or "optimizer" not in ckpt or "rng_state" not in ckpt:
         raise ResumePointError(f"{str(ckpt_path)!r} is not a colony-zero training checkpoint")
@@ -213,6 +218,9 @@ def restore(path: str | Path, run_dir: str | Path, tb_keys: tuple[str, ...] = ()
     run_dir = Path(run_dir)
     if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
         raise ResumePointError(f"--run-dir {str(run_dir)!r} exists and is not empty; give a new folder")
+    problem = output_dir_problem(run_dir.parent)
+    if problem:
+        raise ResumePointError(f"--run-dir {str(run_dir)!r}: {problem}")
     cfg = _config(data["config"])
     point = data["resume_point"]
     replay = _replay(point, repr(str(path)))

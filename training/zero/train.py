@@ -69,10 +69,10 @@ from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet
 from ..runlog import RunDir, new_run_dir
+from . import resume_point
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
 from .fit import fit
-from . import resume_point
 from .replay import ReplayBuffer, ReplayError, remove_stray_files, shard_path, write_shard
 from .resume_point import DEFAULT_SAMPLE, ResumePointError
 from .selfplay import GameData, concat, play_games, worker_play
