@@ -710,7 +710,12 @@ def colony_table(board: np.ndarray) -> np.ndarray:
 @njit(cache=True)
 def winner(board: np.ndarray) -> int:
     """R7.2-R7.3: 0 red wins, 1 blue wins, -1 draw."""
-    table = colony_table(board)
+    return winner_of_table(colony_table(board))
+
+
+@njit(cache=True)
+def winner_of_table(table: np.ndarray) -> int:
+    """`winner` from the board's `colony_table` (for callers that already hold it: one colony search, not two)."""
     counts = np.zeros(2, np.int64)
     lowest = np.full(2, 1 << 30, np.int64)
     for row in range(table.shape[0]):

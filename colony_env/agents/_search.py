@@ -396,7 +396,7 @@ def _quick(a: np.ndarray, p: int) -> float:
             diff += 1
         elif ctrl != NOBODY:
             diff -= 1
-    w = _core.winner(a[:N_CELLS])
+    w = _core.winner_of_table(table)  # the table above: one colony search per call
     lead = 1.0 if w == p else (-1.0 if w == 1 - p else 0.0)
     return COLONY_WEIGHT * diff + LEAD_WEIGHT * lead
 

@@ -1,8 +1,10 @@
 """Training throughput: `python -m colony_training.ppo.bench [--config configs/quickstart.yaml] [--iterations 5]`.
 
 Runs full PPO iterations (rollout in the vector env with batched inference, per-colour GAE,
-minibatch updates) with the config's model and prints the median env steps per second,
-end to end and split into rollout and update. Nothing is written to disk.
+minibatch updates) with the config's model, on the config's device and processes (`processes: 2`,
+training/ppo/parallel.py), and prints the median env steps per second, end to end and split into
+rollout and update, and the device. Nothing is written to disk. Any config key can be overridden:
+`--processes 1 --torch-threads 2`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..config import ConfigError
     from ..model import PolicyValueNet
-    from .config import load_config
+    from . import parallel
+    from .config import load_config, split_overrides
     from .loss import per_player_gae
     from .opponents import OpponentPool
     from .train import GameStats, SelfPlay, ppo_update, resolve_device
@@ -33,9 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", default="configs/quickstart.yaml")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations (after one warm-up)")
     p.add_argument("--device", default=None, choices=("auto", "cpu", "cuda"))
-    args = p.parse_args(argv)
+    args, rest = p.parse_known_args(argv)
     try:
-        cfg = load_config(args.config, {"device": args.device} if args.device else None)
+        overrides = split_overrides(rest)
+        if args.device:
+            overrides["device"] = args.device
+        cfg = load_config(args.config, overrides)
         device = resolve_device(cfg.device)
     except ConfigError as e:
         print(f"bench_train: error: {e}", file=sys.stderr)
@@ -47,24 +53,31 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     pool.add(model, 0)  # so the pool games (and their extra forward passes) are part of the measurement
-    play = SelfPlay(cfg, model, device, seed=cfg.seed)
+    helper = parallel.Helper(cfg, model, seed=cfg.seed) if parallel.wanted(cfg, device) else None
+    play = SelfPlay(cfg, model, device, seed=cfg.seed, num_envs=helper.n_here if helper else None)
     rng = np.random.default_rng(0)
     total, rollout, update = [], [], []
-    for i in range(args.iterations + 1):
-        t0 = time.perf_counter()
-        ro = play.collect(pool, GameStats())
-        t1 = time.perf_counter()
-        adv, ret = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap, cfg.gamma,
-                                  cfg.gae_lambda)
-        ppo_update(cfg, model, opt, ro, adv, ret - ro.phi, device, rng)
-        t2 = time.perf_counter()
-        if i:  # the first iteration compiles kernels and warms caches
-            total.append(cfg.batch_size / (t2 - t0))
-            rollout.append(cfg.batch_size / (t1 - t0))
-            update.append(cfg.batch_size / (t2 - t1))
+    try:
+        for i in range(args.iterations + 1):
+            t0 = time.perf_counter()
+            ro = parallel.collect(play, helper, pool, GameStats())
+            t1 = time.perf_counter()
+            adv, ret = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap, cfg.gamma,
+                                      cfg.gae_lambda)
+            ppo_update(cfg, model, opt, ro, adv, ret - ro.phi, device, rng, helper=helper)
+            t2 = time.perf_counter()
+            if i:  # the first iteration compiles kernels, starts the helper and warms caches
+                total.append(cfg.batch_size / (t2 - t0))
+                rollout.append(cfg.batch_size / (t1 - t0))
+                update.append(cfg.batch_size / (t2 - t1))
+    finally:
+        if helper is not None:
+            helper.close()
     n_params = sum(p.numel() for p in model.parameters())
+    procs = 2 if helper is not None else 1
     print(f"config {args.config}: {cfg.num_envs} envs x {cfg.rollout_steps} steps, model {cfg.channels}ch x "
-          f"{cfg.blocks} blocks ({n_params / 1e3:.0f}k params), device {device}, torch threads {cfg.torch_threads}")
+          f"{cfg.blocks} blocks ({n_params / 1e3:.0f}k params), device {device}, processes {procs}, "
+          f"torch threads {cfg.torch_threads}")
     print(f"end to end : {statistics.median(total):8.0f} env steps/s (median of {args.iterations} iterations)")
     print(f"rollout    : {statistics.median(rollout):8.0f} env steps/s")
     print(f"update     : {statistics.median(update):8.0f} env steps/s ({cfg.update_epochs} epochs)")

@@ -29,9 +29,21 @@ class TrainConfig(Config):
     seed: int = key(0, "Seeds the game setups, the sampling generators and the network initialisation.", SEED)
     device: str = key("auto", "`auto` (cuda if available), `cpu` or `cuda`.", DEVICE)
     torch_threads: int = key(2, "torch intra-op threads on CPU (the reference machine has 2 cores).", at_least(1))
+    processes: int = key(
+        1,
+        "1, or 2: a helper process plays half the games and computes half of each minibatch's gradient, so both "
+        "cores of a 2-core CPU work (training/ppo/parallel.py); each process uses `torch_threads`; one process on cuda.",
+        Check(lambda v, c: v in (1, 2), "1 or 2"),
+    )
 
     # --- budget ---
     total_steps: int = key(200_000, "Environment steps (single moves, both colours) to train for.", at_least(1))
+    time_limit_minutes: float = key(
+        0.0,
+        "Also stop when the run's wall time (resumes included) reaches this many minutes, with the learning rate "
+        "annealed over whichever of the step and time budgets is used up first; 0: no time limit.",
+        number_at_least(0),
+    )
     num_envs: int = key(32, "Games played in parallel by the vector env; inference is batched over them.", at_least(1))
     rollout_steps: int = key(64, "Steps per env per PPO iteration (batch = num_envs * rollout_steps).", at_least(1))
     max_plies: int = key(400, "Ply limit per game (R6.2.4).", at_least(1))

@@ -42,7 +42,7 @@ def red_potential(states: np.ndarray) -> np.ndarray:
                 diff += 1
             elif table[row, 4] == 1:
                 diff -= 1
-        w = _core.winner(board)
+        w = _core.winner_of_table(table)
         win = 0.0 if w == NOBODY else (1.0 if w == 0 else -1.0)
         phi = WINNER_WEIGHT * win + COLONY_WEIGHT * diff
         out[i] = min(1.0, max(-1.0, phi))

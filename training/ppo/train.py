@@ -56,6 +56,7 @@ from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import RunDir, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
+from . import parallel
 from .config import TrainConfig, load_config, split_overrides
 from .loss import LossInfo, per_player_gae, ppo_loss
 from .opponents import OpponentPool
@@ -70,11 +71,11 @@ EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "dra
 LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
 
 
-def make_env(cfg: TrainConfig, seed: int):
-    """The batched vector env (colony_env.vector, canonical frame, auto-reset)."""
+def make_env(cfg: TrainConfig, seed: int, num_envs: int | None = None):
+    """The batched vector env (colony_env.vector, canonical frame, auto-reset) of `num_envs` (default: the config's) games."""
     from colony_env.vector import ColonyVectorEnv
 
-    return ColonyVectorEnv(cfg.num_envs, seed=seed, max_plies=cfg.max_plies)
+    return ColonyVectorEnv(num_envs or cfg.num_envs, seed=seed, max_plies=cfg.max_plies)
 
 
 def candidates(v) -> tuple[np.ndarray, np.ndarray]:
@@ -122,18 +123,20 @@ class SelfPlay:
     """Plays the vector env with the learner (and pool snapshots, and the greedy agent) and records rollouts.
 
     Envs [0, n_pool) are pool games, [n_pool, n_pool + n_greedy) games against the greedy
-    agent, the rest pure self-play.
+    agent, the rest pure self-play. `num_envs` (default: the config's) is less than the
+    config's when a helper process plays the other games (`parallel.py`).
     """
 
-    def __init__(self, cfg: TrainConfig, model: PolicyValueNet, device: torch.device, seed: int) -> None:
+    def __init__(self, cfg: TrainConfig, model: PolicyValueNet, device: torch.device, seed: int,
+                 num_envs: int | None = None) -> None:
         self.cfg = cfg
         self.model = model
         self.device = device
-        self.env = make_env(cfg, seed)
+        self.num_envs = n = num_envs or cfg.num_envs
+        self.env = make_env(cfg, seed, n)
         self.vobs = self.env.reset(seed=seed)
         self.rng = np.random.default_rng(seed + 1)
         self.torch_gen = torch.Generator(device="cpu").manual_seed(seed + 2)
-        n = cfg.num_envs
         self.n_pool = int(round(cfg.pool_share * n))
         self.n_greedy = min(n - self.n_pool, int(round(cfg.greedy_share * n)))
         self.greedy_envs = np.arange(self.n_pool, self.n_pool + self.n_greedy)
@@ -154,7 +157,7 @@ class SelfPlay:
         return slots, dist.log_prob(slots), value.cpu()
 
     def collect(self, pool: OpponentPool, stats: GameStats, teacher: bool = False) -> Rollout:
-        cfg, n, t_len = self.cfg, self.cfg.num_envs, self.cfg.rollout_steps
+        cfg, n, t_len = self.cfg, self.num_envs, self.cfg.rollout_steps
         obs_buf = torch.zeros((t_len, n, *self.vobs.obs.shape[1:]))
         ids_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.int16)
         count_buf = torch.zeros((t_len, n), dtype=torch.long)
@@ -258,47 +261,82 @@ class SelfPlay:
 
 
 # --- update -----------------------------------------------------------------------------------
-def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.Optimizer, ro: Rollout,
-               advantages: np.ndarray, returns: np.ndarray, device: torch.device,
-               rng: np.random.Generator, teacher_weight: float = 0.0) -> tuple[LossInfo, float]:
-    """Minibatch epochs of PPO on the learner's steps; returns the last minibatch's losses and the explained variance."""
+def flat_batch(ro: Rollout, advantages: np.ndarray, returns: np.ndarray, teacher_weight: float = 0.0) -> dict[str, Any]:
+    """The learner's steps of a rollout as flat tensors [B, ...] (ids/features cut to the widest legal count)."""
     keep = torch.from_numpy(ro.learner.reshape(-1))
-    b_obs = ro.obs.reshape(-1, *ro.obs.shape[2:])[keep]
     b_counts = ro.counts.reshape(-1)[keep]
     width = max(1, int(b_counts.max())) if len(b_counts) else 1
-    b_ids = ro.ids.reshape(-1, ro.ids.shape[-1])[keep][:, :width].long()
-    b_valid = torch.arange(width)[None, :] < b_counts[:, None]
-    b_slots = ro.slots.reshape(-1)[keep]
-    b_feats = None if ro.features is None else ro.features.reshape(-1, ro.features.shape[-1])[keep][:, :width]
-    b_teacher = None
+    batch = {
+        "obs": ro.obs.reshape(-1, *ro.obs.shape[2:])[keep],
+        "ids": ro.ids.reshape(-1, ro.ids.shape[-1])[keep][:, :width].long(),
+        "valid": torch.arange(width)[None, :] < b_counts[:, None],
+        "slots": ro.slots.reshape(-1)[keep],
+        "feats": None if ro.features is None else ro.features.reshape(-1, ro.features.shape[-1])[keep][:, :width],
+        "teacher": None,
+        "logp": ro.logp.reshape(-1)[keep],
+        "values": torch.from_numpy(ro.values.reshape(-1))[keep],
+        "adv": torch.from_numpy(advantages.reshape(-1))[keep],
+        "ret": torch.from_numpy(returns.reshape(-1))[keep],
+    }
     if ro.teacher is not None and teacher_weight > 0:
-        b_teacher = ro.teacher.reshape(-1, ro.teacher.shape[-1])[keep][:, :width]
-    b_logp = ro.logp.reshape(-1)[keep]
-    b_values = torch.from_numpy(ro.values.reshape(-1))[keep]
-    b_adv = torch.from_numpy(advantages.reshape(-1))[keep]
-    b_ret = torch.from_numpy(returns.reshape(-1))[keep]
-    size = len(b_slots)
+        batch["teacher"] = ro.teacher.reshape(-1, ro.teacher.shape[-1])[keep][:, :width]
+    return batch
+
+
+def minibatch_loss(cfg: TrainConfig, model: PolicyValueNet, batch: dict[str, Any], i: torch.Tensor,
+                   device: torch.device, teacher_weight: float, adv: torch.Tensor | None = None,
+                   norm_adv: bool | None = None) -> tuple[torch.Tensor, LossInfo]:
+    """`ppo_loss` on the rows `i` of a `flat_batch` (advantages `adv` in place of the batch's, if given)."""
+    def rows(key: str) -> torch.Tensor | None:
+        return None if batch[key] is None else batch[key][i].to(device)
+
+    return ppo_loss(
+        model, rows("obs"), rows("ids"), rows("valid"), rows("slots"), rows("logp"), rows("values"),
+        rows("adv") if adv is None else adv.to(device), rows("ret"),
+        cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv if norm_adv is None else norm_adv,
+        rows("teacher"), teacher_weight, rows("feats"),
+    )  # fmt: skip
+
+
+def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.Optimizer, ro: Rollout,
+               advantages: np.ndarray, returns: np.ndarray, device: torch.device,
+               rng: np.random.Generator, teacher_weight: float = 0.0, helper: Any = None) -> tuple[LossInfo, float]:
+    """Minibatch epochs of PPO on the learner's steps; returns the last minibatch's losses and the explained variance.
+
+    With a `helper` (`parallel.Helper`, a second process) each minibatch is cut in two halves whose
+    gradients are computed at the same time, one here and one there, and summed before the step:
+    the same update as one process computes (up to float rounding), with the advantages normalised
+    over the whole minibatch first and each half's loss weighted by its share of the minibatch.
+    """
+    batch = flat_batch(ro, advantages, returns, teacher_weight)
+    size = len(batch["slots"])
     mb = max(1, size // cfg.num_minibatches)
+    if helper is not None:
+        helper.set_batch(batch)
     model.train()
     info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     for _epoch in range(cfg.update_epochs):
         order = rng.permutation(size)
         for start in range(0, size - mb + 1, mb):
             i = torch.from_numpy(order[start : start + mb])
-            loss, info = ppo_loss(
-                model, b_obs[i].to(device), b_ids[i].to(device), b_valid[i].to(device), b_slots[i].to(device),
-                b_logp[i].to(device),
-                b_values[i].to(device), b_adv[i].to(device), b_ret[i].to(device),
-                cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv,
-                None if b_teacher is None else b_teacher[i].to(device), teacher_weight,
-                None if b_feats is None else b_feats[i].to(device),
-            )  # fmt: skip
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            if helper is None or mb < 2:
+                loss, info = minibatch_loss(cfg, model, batch, i, device, teacher_weight)
+                loss.backward()
+            else:
+                adv = batch["adv"][i]
+                if cfg.norm_adv:  # the whole minibatch's statistics, as ppo_loss would use them
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                cut = (mb + 1) // 2
+                helper.start_grad(model, i[cut:], adv[cut:], teacher_weight, (mb - cut) / mb)
+                loss, mine = minibatch_loss(cfg, model, batch, i[:cut], device, teacher_weight, adv[:cut], False)
+                (loss * (cut / mb)).backward()
+                info = helper.finish_grad(model, mine, cut / mb)
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
             optimizer.step()
         if cfg.target_kl > 0 and info.approx_kl > cfg.target_kl:
             break
+    b_ret, b_values = batch["ret"], batch["values"]
     var = float(b_ret.var()) if size > 1 else 0.0
     explained = float("nan") if var == 0 else 1.0 - float((b_ret - b_values).var()) / var
     return info, explained
@@ -444,7 +482,9 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
     ckpt_dir = run_dir / "checkpoints"
     start_iteration = iteration
     # A resumed run gets fresh games and generators derived from where it stopped.
-    play = SelfPlay(cfg, model, device, seed=cfg.seed + 1_000_003 * iteration)
+    play_seed = cfg.seed + 1_000_003 * iteration
+    helper = parallel.Helper(cfg, model, seed=play_seed) if parallel.wanted(cfg, device) else None
+    play = SelfPlay(cfg, model, device, seed=play_seed, num_envs=helper.n_here if helper else None)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
     log = RunDir(run_dir, LOGS)
     t_start = time.perf_counter()
@@ -470,19 +510,27 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
         _prune(ckpt_dir, cfg.keep_checkpoints)
 
     try:
-        while iteration < cfg.num_iterations:
+        limit_s = 60.0 * cfg.time_limit_minutes
+
+        def used() -> float:  # the share of the budget used: steps, or wall time when time_limit_minutes is set
+            done = iteration / cfg.num_iterations
+            if limit_s > 0:
+                done = max(done, (wall_before + time.perf_counter() - t_start) / limit_s)
+            return min(1.0, done)
+
+        while iteration < cfg.num_iterations and used() < 1.0:
             t_iter = time.perf_counter()
             if cfg.anneal_lr:
-                frac = 1.0 - iteration / cfg.num_iterations
+                frac = 1.0 - used()
                 optimizer.param_groups[0]["lr"] = frac * cfg.learning_rate
             stats = GameStats()
             kick = teacher_weight(cfg.teacher_coef, global_step, cfg.teacher_steps)
-            ro = play.collect(pool, stats, teacher=kick > 0)
+            ro = parallel.collect(play, helper, pool, stats, teacher=kick > 0)
             # Shaping (shaping.py) enters GAE as V + Phi; the value head keeps learning V alone.
             adv, ret_aug = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap,
                                           cfg.gamma, cfg.gae_lambda)
             ret = ret_aug - ro.phi
-            info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng, kick)
+            info, explained = ppo_update(cfg, model, optimizer, ro, adv, ret, device, update_rng, kick, helper)
             iteration += 1
             global_step += cfg.batch_size
             if iteration % cfg.snapshot_every == 0:
@@ -500,7 +548,7 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
                 "greedy_win_rate": (stats.greedy_score / stats.greedy_games) if stats.greedy_games else float("nan"),
             }  # fmt: skip
             log_metrics(log, row)
-            done = iteration >= cfg.num_iterations
+            done = iteration >= cfg.num_iterations or used() >= 1.0
             if (cfg.eval_every and iteration % cfg.eval_every == 0) and not done:
                 res = evaluate_model(model, cfg.eval_opponents, cfg.eval_games, cfg.seed + iteration, cfg.max_plies)
                 log_evaluation(log, iteration, global_step, res)
@@ -528,6 +576,8 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
                 print(f"final evaluation vs {spec}: win {r['win_rate']:.3f} draw {r['draw_rate']:.3f} "
                       f"loss {r['loss_rate']:.3f} over {r['games']} games", flush=True)
     finally:
+        if helper is not None:
+            helper.close()
         log.close()
     try:
         from ..eval.plot import plot_run
