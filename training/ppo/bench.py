@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     from .config import load_config, split_overrides
     from .loss import per_player_gae
     from .opponents import OpponentPool
-    from .train import GameStats, SelfPlay, ppo_update, resolve_device
+    from .train import HELPER_KIT, GameStats, SelfPlay, ppo_update, resolve_device
 
     p = argparse.ArgumentParser(prog="python -m colony_training.ppo.bench", description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/quickstart.yaml")
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     pool.add(model, 0)  # so the pool games (and their extra forward passes) are part of the measurement
-    helper = parallel.Helper(cfg, model, seed=cfg.seed) if parallel.wanted(cfg, device) else None
+    helper = parallel.Helper(cfg, model, seed=cfg.seed, kit=HELPER_KIT) if parallel.wanted(cfg, device) else None
     play = SelfPlay(cfg, model, device, seed=cfg.seed, num_envs=helper.n_here if helper else None)
     rng = np.random.default_rng(0)
     total, rollout, update = [], [], []

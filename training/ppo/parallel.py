@@ -54,7 +54,10 @@ def wanted(cfg: Any, device: torch.device) -> bool:
 class Helper:
     """The second process. Calls come in pairs (`start_*` sends the task, `finish_*` waits for its result)."""
 
-    def __init__(self, cfg: Any, model: PolicyValueNet, seed: int) -> None:
+    def __init__(self, cfg: Any, model: PolicyValueNet, seed: int, kit: tuple) -> None:
+        """`kit`: train.py's (SelfPlay, GameStats, Rollout, minibatch_loss), passed in so that this module does not
+        import train.py (which imports it); the helper process receives them by reference."""
+        self.rollout_cls = kit[2]
         self.n_here = (cfg.num_envs + 1) // 2
         self.n_there = cfg.num_envs - self.n_here
         n_params = sum(p.numel() for p in model.parameters())
@@ -69,7 +72,7 @@ class Helper:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_helper_main, daemon=True, name="colony-ppo-helper",
                                 args=(child, cfg, model.architecture(), seed + HELPER_SEED_OFFSET, self.n_there,
-                                      self.params, self.grads, self.ro_buf, self.batch_buf))
+                                      self.params, self.grads, self.ro_buf, self.batch_buf, kit))
         self.proc.start()
         child.close()
 
@@ -85,7 +88,7 @@ class Helper:
     def finish_collect(self) -> tuple[Any, Any]:
         """(Rollout, GameStats) of the helper's games (its tensors are views of the shared buffers)."""
         arrays, stats = self._recv()
-        return _rebuild_rollout(arrays, self.ro_buf), stats
+        return _rebuild_rollout(self.rollout_cls, arrays, self.ro_buf), stats
 
     # --- update -------------------------------------------------------------------------------
     def set_batch(self, batch: dict[str, Any]) -> None:
@@ -209,12 +212,10 @@ def _split_rollout(ro: Any, buf: dict[str, torch.Tensor]) -> dict[str, Any]:
     return out
 
 
-def _rebuild_rollout(arrays: dict[str, Any], buf: dict[str, torch.Tensor]) -> Any:
-    from .train import Rollout
-
+def _rebuild_rollout(rollout_cls: type, arrays: dict[str, Any], buf: dict[str, torch.Tensor]) -> Any:
     present = arrays["_present"]
     tensors = {k: (buf[k] if k in present else None) for k in _RO_TENSORS}
-    return Rollout(**{k: v for k, v in arrays.items() if k != "_present"}, **tensors)
+    return rollout_cls(**{k: v for k, v in arrays.items() if k != "_present"}, **tensors)
 
 
 def join_rollouts(a: Any, b: Any) -> Any:
@@ -245,12 +246,13 @@ def collect(play: Any, helper: Helper | None, pool: Any, stats: Any, teacher: bo
 
 
 def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], seed: int, num_envs: int, params: torch.Tensor,
-                 grads: torch.Tensor, ro_buf: dict[str, torch.Tensor], batch_buf: dict[str, torch.Tensor]) -> None:
+                 grads: torch.Tensor, ro_buf: dict[str, torch.Tensor], batch_buf: dict[str, torch.Tensor],
+                 kit: tuple) -> None:
     """The helper's loop: answer tasks until told to close or the pipe closes (the parent ended)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle; it closes the pipe
     try:
         from .opponents import OpponentPool
-        from .train import GameStats, SelfPlay, minibatch_loss
+        SelfPlay, GameStats, _rollout, minibatch_loss = kit
 
         torch.set_num_threads(cfg.torch_threads)
         cpu = torch.device("cpu")

@@ -342,6 +342,10 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
     return info, explained
 
 
+HELPER_KIT = (SelfPlay, GameStats, Rollout, minibatch_loss)
+"""What a `parallel.Helper` process runs (given to it, so that parallel.py need not import this module)."""
+
+
 # --- run directory ----------------------------------------------------------------------------
 def log_metrics(log: RunDir, row: dict[str, Any]) -> None:
     """One iteration's row: `metrics.csv` and TensorBoard `train/*` at its global step."""
@@ -483,7 +487,7 @@ def _run(cfg: TrainConfig, run_dir: Path, resume: bool, progress: bool, device: 
     start_iteration = iteration
     # A resumed run gets fresh games and generators derived from where it stopped.
     play_seed = cfg.seed + 1_000_003 * iteration
-    helper = parallel.Helper(cfg, model, seed=play_seed) if parallel.wanted(cfg, device) else None
+    helper = parallel.Helper(cfg, model, seed=play_seed, kit=HELPER_KIT) if parallel.wanted(cfg, device) else None
     play = SelfPlay(cfg, model, device, seed=play_seed, num_envs=helper.n_here if helper else None)
     update_rng = np.random.default_rng(cfg.seed + 7 + iteration)
     log = RunDir(run_dir, LOGS)
