@@ -77,22 +77,54 @@ def drop_stale_caches(package_dir: Path, dependencies: Iterable[Path] = ()) -> b
 
 # --- the first run's compile, said once ---------------------------------------------------
 COMPILE_SECONDS = 30  # a cold `colony-eval greedy random --games 2`, 2 cores (docs/engine.md, "First run")
-_ANNOUNCED_ENV = "COLONY_COMPILE_ANNOUNCED"  # inherited by worker processes: one line per command
+COMMAND_ENV = "COLONY_COMMAND_ID"  # set by a command for its worker processes, which inherit it
+_announced = False
+
+
+def _marker(command: str) -> Path:
+    import tempfile
+
+    return Path(tempfile.gettempdir()) / f"colony-compile-announced-{command}"
 
 
 def announce_compile() -> None:
     """Say, once per command (its worker processes included), that kernels are being compiled.
 
     Called when a kernel of this project misses its cache: the first run of a new installation (or
-    after an upgrade) compiles for tens of seconds, which would otherwise look like a hang.
+    after an upgrade) compiles for tens of seconds, which would otherwise look like a hang. Worker
+    processes that miss at the same moment agree on one speaker through a marker file named after
+    the command (`COLONY_COMMAND_ID`, set by the command-line tools); `end_command` removes it.
     """
-    if os.environ.get(_ANNOUNCED_ENV):
+    global _announced
+    if _announced:
         return
-    os.environ[_ANNOUNCED_ENV] = "1"
+    _announced = True
+    command = os.environ.get(COMMAND_ENV)
+    if command:
+        try:
+            os.close(os.open(_marker(command), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return  # another process of this command said it
+        except OSError:
+            pass  # no temporary folder to agree in: say it anyway
     _log.warning(
         f"colony: compiling the engine's kernels for this installation, once (about {COMPILE_SECONDS} s "
         "on 2 cores); later runs load them from the cache"
     )
+
+
+def begin_command() -> str:
+    """Name this process's command for its future workers (see `announce_compile`); returns the id."""
+    command = os.environ.setdefault(COMMAND_ENV, f"{os.getpid()}-{threading.get_ident()}")
+    return command
+
+
+def end_command(command: str) -> None:
+    """Remove the command's marker file, if a compile was announced."""
+    try:
+        _marker(command).unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 # --- self-healing loads -----------------------------------------------------------------

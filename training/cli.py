@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
+from colony_env._jit_cache import COMMAND_ENV, begin_command, end_command
+
 BROKEN_PIPE_STATUS = 141  # 128 + SIGPIPE, what `head`-truncated Unix tools report
 INTERRUPTED_STATUS = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
 
@@ -31,6 +33,8 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
         in_main_thread = threading.current_thread() is threading.main_thread()
         handler = functools.partial(_interrupt, os.getpid())
         previous = signal.signal(signal.SIGTERM, handler) if in_main_thread else None
+        owns_command = COMMAND_ENV not in os.environ  # a tool run by another tool's process shares its id
+        command = begin_command()
         try:
             return main(*args, **kwargs)
         except BrokenPipeError:
@@ -43,6 +47,9 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGTERM, previous)
+            if owns_command:
+                end_command(command)
+                os.environ.pop(COMMAND_ENV, None)
 
     return wrapper
 

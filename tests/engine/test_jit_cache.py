@@ -158,3 +158,20 @@ def test_a_truncated_cache_file_of_the_package_recovers(tmp_path: Path) -> None:
     assert healed.stderr.count(_HEAL_WARNING) == 1 and "legal_ids" in healed.stderr
     again = _run(code, tmp_path)
     assert again.returncode == 0 and again.stdout == expected and _HEAL_WARNING not in again.stderr
+
+
+def test_a_compile_is_announced_once_per_command(tmp_path: Path) -> None:
+    """Worker processes of one command that all miss the cache say it in one line between them."""
+    import subprocess
+    import sys
+
+    code = "from colony_env._jit_cache import announce_compile; announce_compile(); announce_compile()"
+
+    def run(command: str) -> str:
+        env = {**os.environ, "COLONY_COMMAND_ID": command, "TMPDIR": str(tmp_path)}
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120).stderr
+
+    first, second, other = run("cmd-a"), run("cmd-a"), run("cmd-b")
+    assert first.count("compiling the engine's kernels") == 1  # once, however often a process misses
+    assert "compiling" not in second  # a second worker of the same command stays quiet
+    assert other.count("compiling the engine's kernels") == 1  # another command speaks for itself
