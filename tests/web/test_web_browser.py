@@ -423,7 +423,9 @@ def test_zero_analysis_shows_ownership_and_a_principal_variation(browser, server
         visits = [int(r[4] or 0) for r in rows]
         assert visits == sorted(visits, reverse=True)  # searched moves first, the most visited on top
         assert rows[0][0] == "best" and rows[0][2] == f"\u2605 {a['best']}" and a["best"] == a["pv"][0]["notation"]
-        assert browser.find_element(By.CSS_SELECTOR, "#top-moves th:last-child").text == f"{state_mover(record)} wins"
+        # read in one script call: the panel may be redrawn between a find and a read (a stale element)
+        header = browser.execute_script("return document.querySelector('#top-moves th:last-child').innerText.trim()")
+        assert header == f"{state_mover(record)} wins"
         centres = browser.execute_script("return [...document.querySelectorAll('g.hint-rank circle')]"
                                          ".map(c => [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))])")
         assert len(centres) >= 2
