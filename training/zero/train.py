@@ -79,6 +79,14 @@ from .selfplay import GameData, concat, play_games, worker_play
 
 PROG = "colony-zero"
 _error = functools.partial(report_error, PROG)
+
+
+def _fixed_keys_refusal(flag: str, overrides: dict) -> str | None:
+    """Why `flag` cannot take these overrides (keys that decide what the run learns), or None."""
+    bad = sorted(set(overrides) - set(RESUMABLE_KEYS))
+    if not bad:
+        return None
+    return f"{flag} cannot change {', '.join(bad)} (it decides what the run learns); allowed: {', '.join(RESUMABLE_KEYS)}"
 TRAINER = "colony-zero"
 RESUMABLE_KEYS = ("generations", "workers", "address", "device", "torch_threads", "eval_every", "eval_games",
                   "eval_simulations", "eval_max_plies", "eval_opponents", "eval_policy", "eval_search_opponents",
@@ -385,10 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume_from:
             if args.config:
                 return _error("--resume-from takes the resume point's own config; drop --config")
-            bad = sorted(set(overrides) - set(RESUMABLE_KEYS))
-            if bad:
-                return _error(f"--resume-from cannot change {', '.join(bad)} (it decides what the run learns); "
-                              f"allowed: {', '.join(RESUMABLE_KEYS)}")
+            if refusal := _fixed_keys_refusal("--resume-from", overrides):
+                return _error(refusal)
             point_cfg = resume_point.config_of(args.resume_from)
             run_dir = Path(args.run_dir) if args.run_dir else new_run_dir(point_cfg.out_dir, point_cfg.run_name)
             resume_point.restore(args.resume_from, run_dir, TB_KEYS)
@@ -400,10 +406,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _error(f"--resume {str(run_dir)!r}: no config.yaml there (is it a colony-zero run directory?)")
             if args.config:
                 return _error("--resume takes the run's own config.yaml; drop --config")
-            bad = sorted(set(overrides) - set(RESUMABLE_KEYS))
-            if bad:
-                return _error(f"--resume cannot change {', '.join(bad)} (it decides what the run learns); "
-                              f"allowed: {', '.join(RESUMABLE_KEYS)}")
+            if refusal := _fixed_keys_refusal("--resume", overrides):
+                return _error(refusal)
             cfg = load_config(run_dir / "config.yaml", overrides, cls=ZeroConfig)
             ckpt = run_dir / "checkpoints" / "latest.pt"
             resume = read_checkpoint(ckpt) if ckpt.is_file() else None
