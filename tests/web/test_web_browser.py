@@ -30,6 +30,7 @@ pytest.importorskip("starlette", reason="the web extra (starlette, uvicorn) is n
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -150,7 +151,16 @@ def text(driver, element_id: str) -> str:
 
 
 def click_cell(driver, name: str) -> None:
-    driver.find_element(By.CSS_SELECTOR, f'rect.hit[data-cell="{name}"]').click()
+    """Click a cell; if the board was redrawn between finding and clicking (a stale element), find it again."""
+
+    def attempt(d) -> bool:
+        try:
+            d.find_element(By.CSS_SELECTOR, f'rect.hit[data-cell="{name}"]').click()
+            return True
+        except StaleElementReferenceException:
+            return False
+
+    wait(driver, attempt, what=f"a click on {name}")
 
 
 def screenshot(driver, workdir: Path, name: str) -> Path:
@@ -516,9 +526,9 @@ def test_a_search_shows_its_progress_and_stop_plays_its_best_move_then_undo_clea
 def test_undo_while_the_agent_thinks_ends_its_search(browser, server):
     browser.get(f"{server}/?red=human&blue=mcts:400000&seed=4&max-plies=40")  # minutes of search
     wait(browser, ready_for_click, what="the new game")
-    src = browser.find_elements(By.CSS_SELECTOR, "g.sat.movable")[0].get_attribute("data-cell")
+    src = browser.execute_script("return document.querySelector('g.sat.movable').getAttribute('data-cell')")
     click_cell(browser, src)
-    click_cell(browser, browser.find_elements(By.CSS_SELECTOR, ".target")[0].get_attribute("data-cell"))
+    click_cell(browser, browser.execute_script("return document.querySelector('.target').getAttribute('data-cell')"))
     wait(browser, lambda d: "is thinking" in text(d, "status") and d.find_element(By.ID, "undo").is_enabled(), 30,
          what="Undo offered while the agent thinks")
     browser.find_element(By.ID, "undo").click()
