@@ -89,6 +89,23 @@ def _interrupt(owner: int, signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _default_sigterm_after_fork() -> None:
+    """In a forked child, put SIGTERM back to the default (end at once) if the tool's handler is set.
+
+    A Python handler runs only in the main thread, and only once that thread runs Python code again:
+    a pool worker blocked on its task queue's lock, with a second thread of a numerical library
+    that the kernel hands the signal to, would never run it, and `Pool.terminate` would wait for
+    that worker forever (seen in colony-eval's SIGTERM test under load).
+    """
+    handler = signal.getsignal(signal.SIGTERM)
+    if isinstance(handler, functools.partial) and handler.func is _interrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_sigterm_after_fork)
+
+
 def terminate_workers(pool: cf.ProcessPoolExecutor) -> None:
     """Stop a process pool now, tasks in flight included (an interrupted run replays them on resume).
 
