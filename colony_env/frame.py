@@ -122,18 +122,17 @@ class BufferPool:
         self._watched = tuple(watched)
         self._size = size
         self._sets: list[tuple[np.ndarray, ...]] = []
+        # The reference counts of arrays held by nothing but a tuple, measured through the same
+        # call: whatever the interpreter's counting conventions are, a free set reads the same.
+        self._free = self._refs(tuple(np.empty(0) for _ in range(max(self._watched) + 1)))
 
     def _refs(self, entry: tuple[np.ndarray, ...]) -> tuple[int, ...]:
         return tuple(sys.getrefcount(entry[i]) for i in self._watched)
 
     def take(self) -> tuple[tuple[np.ndarray, ...], bool]:
         """(a set of buffers, whether it is recycled: its contents are an earlier step's)."""
-        # The reference counts of arrays held by nothing but a tuple, measured through the same
-        # call: whatever the interpreter's counting conventions are, a free set reads the same.
-        probe = tuple(np.empty(0) for _ in range(max(self._watched) + 1))
-        free = self._refs(probe)
         for entry in self._sets:
-            if all(n <= f for n, f in zip(self._refs(entry), free)):
+            if all(n <= f for n, f in zip(self._refs(entry), self._free)):
                 return entry, True
         entry = self._make()
         if len(self._sets) < self._size:

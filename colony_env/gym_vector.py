@@ -244,6 +244,7 @@ class ColonyGymVectorEnv(VectorEnv):
         self._opp_counts = np.zeros(n, np.int32)
         self._mask: np.ndarray | None = None  # the mask handed out last (belongs to the caller)
         self._pool = BufferPool(functools.partial(_new_mask, n))  # masks recycled once the caller let go
+        self._blank = np.full(n, "", dtype=object)  # copied for the end keys of each step's infos
         self._started = False
 
     # --- Gymnasium VectorEnv API -----------------------------------------------------
@@ -468,22 +469,25 @@ class ColonyGymVectorEnv(VectorEnv):
         """The keys every single-env info has, in `SyncVectorEnv`'s layout (`_key`: which slots)."""
         colours = _COLOUR_NAMES[self._learner]
         plies = self._states[:, I_PLY].astype(np.int64)
+        blank = self._blank
         if not has.all():  # slots without an info this call hold the dtype's empty value
             colours[~has] = None
             plies[~has] = 0
             mask = mask & has[:, None]
+            blank = blank.copy()
+            blank[~has] = None  # as SyncVectorEnv leaves a slot without an info
         infos["learner_colour"], infos["_learner_colour"] = colours, has.copy()
         infos["ply"], infos["_ply"] = plies, has.copy()
         infos["action_mask"], infos["_action_mask"] = mask, has.copy()
         # The single env's end keys are in every info ("" until the end; `_end_infos` fills them).
         for key in ("end_reason", "winner", "error"):
-            blank = np.full(self.num_envs, "", dtype=object)
-            blank[~has] = None  # as SyncVectorEnv leaves a slot without an info
-            infos[key], infos[f"_{key}"] = blank, has.copy()
+            infos[key], infos[f"_{key}"] = blank.copy(), has.copy()
 
     def _end_infos(self, infos: dict[str, Any], ended: np.ndarray, errors: dict[int, str]) -> None:
         """`end_reason` and `winner` (`error` after an illegal action) of the ended slots, written
         into the arrays `_common_infos` made."""
+        if not ended.any():
+            return
         for i in np.flatnonzero(ended).tolist():
             if i in errors:
                 infos["end_reason"][i] = ILLEGAL_ACTION
