@@ -10,6 +10,10 @@ through `GameState.from_dict`, so every test position is also a valid R9 state.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -124,3 +128,42 @@ def load_example(filename: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# --- kill tests: one interpreter, one forked child per scenario ------------------------------
+# A zygote script imports a tool once (the slow part), defines `child(mode, n, argv)` (which hooks
+# the tool's write points for `mode` and runs its main) and calls `run_all`; each scenario runs in
+# a forked child, so the imports are paid once. `run_all` prints `EXIT k code` per scenario
+# (code negative: killed by that signal) and calls `after(k)` once the child has ended.
+FORK_EACH_SCENARIO = r"""
+import os, sys
+
+def run_all(scenarios, before=lambda argv: argv, after=lambda k: None):
+    for k, (mode, n, argv) in enumerate(scenarios):
+        argv = before(argv)
+        sys.stdout.flush(); sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = child(mode, n, argv)
+            finally:
+                sys.stdout.flush(); sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        after(k)
+        print("EXIT", k, code, flush=True)
+"""
+
+
+def run_forked_scenarios(zygote: str, args: list[str], scenarios: list[tuple[str, int, list[str]]],
+                         timeout: float = 900) -> tuple[list[int], str]:
+    """Run `zygote` (after `FORK_EACH_SCENARIO`) with `args` and the scenarios as its last argument;
+    (each scenario's exit code, stderr). Fails if the zygote did not report every scenario."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    r = subprocess.run([sys.executable, "-c", FORK_EACH_SCENARIO + zygote, *args, json.dumps(scenarios)], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    codes = [int(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("EXIT ")]
+    assert r.returncode == 0 and len(codes) == len(scenarios), r.stdout[-2000:] + r.stderr[-3000:]
+    return codes, r.stderr

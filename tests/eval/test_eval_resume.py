@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from colony_training.eval import evaluate as ev
+from helpers import run_forked_scenarios
 
 AGENTS = ["random", "greedy", "mcts:4"]  # three pairings, so that a resume has games of each to find
 TINY = [*AGENTS, "--games", "4", "--max-plies", "40", "--no-progress"]  # 12 games, about a second
@@ -44,30 +43,13 @@ def child(mode, n, argv):
     ev.Journal.append = append
     return ev.main(argv)
 
-for k, (mode, n, argv) in enumerate(scenarios):
-    sys.stdout.flush(); sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = child(mode, n, argv)
-        finally:
-            sys.stdout.flush(); sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    print("EXIT", k, code, flush=True)
+run_all(scenarios)
 """
 
 
 def _scenarios(scenarios: list[tuple[str, int, list[str]]]) -> tuple[list[int], str]:
     """Exit codes of the scenarios (negative: killed by that signal), run one after the other, and stderr."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    r = subprocess.run([sys.executable, "-c", _ZYGOTE, json.dumps(scenarios)], env=env, capture_output=True,
-                       text=True, timeout=600)
-    codes = [int(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("EXIT ")]
-    assert r.returncode == 0 and len(codes) == len(scenarios), r.stdout[-2000:] + r.stderr[-3000:]
-    return codes, r.stderr
+    return run_forked_scenarios(_ZYGOTE, [], scenarios, timeout=600)
 
 
 def _lines(path: Path) -> list[bytes]:

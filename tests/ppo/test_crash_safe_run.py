@@ -7,13 +7,9 @@ written."""
 from __future__ import annotations
 
 import csv
-import json
-import os
 import re
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +17,7 @@ from tensorboard.backend.event_processing.event_file_loader import EventFileLoad
 
 from colony_training.checkpoint import load_model, read_checkpoint
 from colony_training.ppo import train as tr
+from helpers import run_forked_scenarios
 
 TINY = """\
 run_name: tiny
@@ -100,31 +97,13 @@ def child(mode, n, argv):
         tr.save_checkpoint = save_checkpoint
     return tr.main(argv + ["--no-progress"])
 
-for k, (mode, n, argv) in enumerate(scenarios):
-    sys.stdout.flush(); sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = child(mode, n, argv)
-        finally:
-            sys.stdout.flush(); sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    shutil.copytree(run, os.path.join(snapshots, str(k)))
-    print("EXIT", k, code, flush=True)
+run_all(scenarios, after=lambda k: shutil.copytree(run, os.path.join(snapshots, str(k))))
 """
 
 
 def _train_scenarios(run: Path, snapshots: Path, scenarios: list[tuple[str, int, list[str]]]) -> list[int]:
     """Exit codes of the scenarios (negative: killed by that signal), run one after the other."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    r = subprocess.run([sys.executable, "-c", _ZYGOTE, str(run), str(snapshots), json.dumps(scenarios)], env=env,
-                       capture_output=True, text=True, timeout=900)
-    codes = [int(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("EXIT ")]
-    assert r.returncode == 0 and len(codes) == len(scenarios), r.stdout[-2000:] + r.stderr[-3000:]
-    return codes
+    return run_forked_scenarios(_ZYGOTE, [str(run), str(snapshots)], scenarios)[0]
 
 
 def _iterations(run: Path) -> list[int]:

@@ -7,12 +7,8 @@ for good (the resume started at the next generation)."""
 from __future__ import annotations
 
 import csv
-import json
 import os
-import shutil
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +16,7 @@ import pytest
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
 from colony_training.checkpoint import read_checkpoint
+from helpers import run_forked_scenarios
 
 GENERATIONS = 5
 TINY = ["--channels", "8", "--blocks", "1", "--games-per-generation", "4", "--parallel-games", "4",
@@ -73,33 +70,20 @@ def child(mode, n, argv):
         tr.RunDir.log = log
     return tr.main(argv)
 
-for k, (mode, n, argv) in enumerate(scenarios):
+def with_run(argv):
     runs = glob.glob(os.path.join(out, "*"))
-    argv = [runs[0] if a == "{RUN}" else a for a in argv]
-    sys.stdout.flush(); sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            code = child(mode, n, argv)
-        finally:
-            sys.stdout.flush(); sys.stderr.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return [runs[0] if a == "{RUN}" else a for a in argv]
+
+def snapshot(k):
     (run,) = glob.glob(os.path.join(out, "*"))
     shutil.copytree(run, os.path.join(snapshots, str(k)))
-    print("EXIT", k, code, flush=True)
+
+run_all(scenarios, before=with_run, after=snapshot)
 """
 
 
 def _scenarios(out: Path, snapshots: Path, scenarios: list[tuple[str, int, list[str]]]) -> list[int]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    r = subprocess.run([sys.executable, "-c", _ZYGOTE, str(out), str(snapshots), json.dumps(scenarios)], env=env,
-                       capture_output=True, text=True, timeout=900)
-    codes = [int(line.split()[2]) for line in r.stdout.splitlines() if line.startswith("EXIT ")]
-    assert r.returncode == 0 and len(codes) == len(scenarios), r.stdout[-2000:] + r.stderr[-3000:]
-    return codes
+    return run_forked_scenarios(_ZYGOTE, [str(out), str(snapshots)], scenarios)[0]
 
 
 def _generations(path: Path) -> list[int]:
