@@ -13,7 +13,7 @@ from colony_training.eval.elo import ANCHORS, LADDER_ELO, UNRATED_ANCHORS, PairT
 
 
 def test_every_rating_is_recorded_with_its_command_and_output():
-    assert LADDER_ELO["random"] == 0.0 and LADDER_ELO["greedy"] == 607.0
+    assert LADDER_ELO["random"] == 0.0 and LADDER_ELO["greedy"] == 607.0 and LADDER_ELO["mcts:200"] == 692.0
     assert {"mcts:200", "mcts:1000"} <= {a.spec for a in ANCHORS}
     for a in ANCHORS:
         if a.elo is None:
@@ -41,17 +41,17 @@ def write_pairs(path, rows):
 
 
 def test_rating_a_new_anchor_from_a_colony_eval_run(tmp_path, capsys):
-    write_pairs(tmp_path / "pairs.csv", [("mcts:200", "greedy", 600, 0, 400)])
+    write_pairs(tmp_path / "pairs.csv", [("mcts:100", "greedy", 600, 0, 400)])
     (rated,) = elo.rate_from_pairs(tmp_path)
     name, rating, ci, games = rated
     # the same fit colony-zero's evaluations use: greedy held at its rating
-    want, want_ci = ladder_rating("mcts:200", [PairTally("mcts:200", "greedy", 600, 0, 400)])
-    assert name == "mcts:200" and games == 1000
+    want, want_ci = ladder_rating("mcts:100", [PairTally("mcts:100", "greedy", 600, 0, 400)])
+    assert name == "mcts:100" and games == 1000
     assert rating == pytest.approx(want) and ci == pytest.approx(want_ci)
     assert LADDER_ELO["greedy"] + 60 < rating < LADDER_ELO["greedy"] + 80 and 15 < ci < 30  # 1,000 games: about +-22
     assert elo.main([str(tmp_path / "pairs.csv")]) == 0
     out = capsys.readouterr().out
-    assert "greedy +607" in out and "mcts:200" in out and "(1000 games)" in out
+    assert "greedy +607" in out and "mcts:100" in out and "(1000 games)" in out
 
 
 @pytest.mark.parametrize("content, message", [
@@ -68,3 +68,12 @@ def test_the_rating_command_refuses_in_one_line(content, message, tmp_path, caps
     assert elo.main([str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_the_recorded_mcts200_rating_is_the_fit_of_its_recorded_games():
+    """mcts:200's recorded output (609 / 22 / 369 against greedy) gives its recorded rating."""
+    (anchor,) = [a for a in ANCHORS if a.spec == "mcts:200"]
+    assert "609 / 22 / 369" in anchor.output
+    rating, ci = ladder_rating("new", [PairTally("new", "greedy", 609, 22, 369)])
+    assert rating == pytest.approx(anchor.elo, abs=0.05) and ci == pytest.approx(anchor.ci95, abs=0.05)
+    assert ci < 25  # the ladder's bar for an anchor's interval

@@ -61,10 +61,10 @@ ANCHORS: tuple[Anchor, ...] = (
     Anchor("random", 0.0, 0.0, "", "the ladder's zero, by definition"),
     Anchor("greedy", 607.0, 64.0, "colony-eval greedy random --games 1000 --seed 31337 --workers 1",
            "greedy vs random: 1000 games, 953 / 36 / 11, score 0.971 [0.959, 0.980]: +607 +-64 Elo"),
-    Anchor("mcts:200", None, None,
+    Anchor("mcts:200", 692.0, 22.2,
            "colony-eval mcts:200 greedy --games 1000 --seed 31338 --workers 2 --out runs/anchor-mcts200",
-           "", "10 games (6 / 0 / 4) took 52 s on one core, 26 s of it the one-time compile: about 2.8 s a game, "
-           "47 CPU minutes (25 minutes on 2 cores) for 1,000 games"),
+           "mcts:200 vs greedy: 1000 games, 609 / 22 / 369, score 0.620 [0.590, 0.650] (1452 s on 2 workers); "
+           "python -m colony_training.eval.elo runs/anchor-mcts200: mcts:200 +692.0 +- 22.2 (1000 games)"),
     Anchor("mcts:1000", None, None,
            "colony-eval mcts:1000 mcts:200 --games 1000 --seed 31339 --workers 2 --out runs/anchor-mcts1000",
            "", "needs mcts:200 rated first; 4 games (3 / 0 / 1) took 59 CPU seconds: about 15 s a game, "
