@@ -388,7 +388,12 @@ def _quick(a: np.ndarray, p: int) -> float:
     """Colony balance for colour `p`: +-WIN_SCORE when over, else control difference and lead."""
     if a[I_REASON] != 0:
         return WIN_SCORE * (red_value(a) if p == 0 else -red_value(a))
-    table = _core.colony_table(a[:N_CELLS])
+    return _quick_of_table(_core.colony_table(a[:N_CELLS]), p)
+
+
+@njit(cache=True)
+def _quick_of_table(table: np.ndarray, p: int) -> float:
+    """`_quick` of a game in progress whose colony table (`_core.colony_table`) is given."""
     diff = 0
     for row in range(table.shape[0]):
         ctrl = table[row, 4]
@@ -402,9 +407,8 @@ def _quick(a: np.ndarray, p: int) -> float:
 
 
 @njit(cache=True)
-def _margins(a: np.ndarray, p: int) -> float:
-    """Safety of colony control: capped value margins of uncrowned colonies, a bonus for crowns."""
-    table = _core.colony_table(a[:N_CELLS])
+def _margins(table: np.ndarray, p: int) -> float:
+    """Safety of colony control (from the colony table): capped value margins of uncrowned colonies, a bonus for crowns."""
     total = 0.0
     for row in range(table.shape[0]):
         mine = table[row, 2] if p == 0 else table[row, 3]
@@ -449,23 +453,32 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
     above and `threat` the largest drop of `quick` that one reply of the opponent can
     cause when the opponent is to move next (only replies that can change colonies or
     end the game are tried: the rest leave `quick` unchanged).
+
+    Before connections are unlocked (R3.5) and away from the ply limit, every legal move
+    is a normal move (R4.1: connection moves need the unlock), so only the ids past the
+    moves (displacements, pass) can be loud; the legal ids are in increasing order, so
+    those are the last ones and the moves are not looked at.
     """
     p = a[I_TO_MOVE]
     scores = np.empty(actions.shape[0], np.float64)
     buf = np.empty(MAX_LEGAL, np.int16)
     for i in range(actions.shape[0]):
         after = _core.apply_unchecked(a, actions[i])
-        q = _quick(after, p)
         if after[I_REASON] != 0:
-            scores[i] = q
+            scores[i] = _quick(after, p)
             continue
+        table = _core.colony_table(after[:N_CELLS])
+        q = _quick_of_table(table, p)
         threat = 0.0
         if after[I_TO_MOVE] != p:
             n = legal_into(after, False, buf)  # a forced pass (R4.3) is tried too: it can end the game
-            for j in range(n):
-                if _is_quiet(after, buf[j]):
+            moves_quiet = after[I_UNLOCKED] == 0 and after[I_PLY] + 1 < after[I_MAX_PLIES]
+            for j in range(n - 1, -1, -1):
+                if buf[j] < DISPLACEMENT_BASE and (moves_quiet or _is_quiet(after, buf[j])):
+                    if moves_quiet:
+                        break  # the rest are moves too (increasing ids), all quiet
                     continue
                 reply = _core.apply_unchecked(after, buf[j])
                 threat = max(threat, q - _quick(reply, p))
-        scores[i] = q + _margins(after, p) - threat
+        scores[i] = q + _margins(table, p) - threat
     return scores

@@ -207,3 +207,33 @@ def test_target_features_change_logits_only_when_enabled() -> None:
     assert "target_planes.weight" not in plain.state_dict()
     assert withit.state_dict()["target_planes.weight"].shape == (160, 8, 1, 1)
     assert withit.architecture()["target_features"] == 1 and plain.architecture()["target_features"] == 0
+
+
+@pytest.mark.parametrize("which", ["net", "target_net"])
+def test_packed_valid_logits_and_gradients_equal_padded(which: str, request: pytest.FixtureRequest) -> None:
+    """`valid` (training's packed path) gives the same logits at the legal slots and the same gradients."""
+    model = request.getfixturevalue(which)
+    rng = np.random.default_rng(3)
+    states = [ce.new_game(11 + i) for i in range(4)]
+    for _ in range(30):  # into the middle game, where displacements are legal
+        states = [s if s.is_over else ce.apply_action(s, int(rng.choice(ce.legal_actions(s)))) for s in states]
+    obs = torch.from_numpy(np.stack([observation.encode_observation(s, s.to_move) for s in states]))
+    masks = np.stack([ce.legal_action_mask(s) for s in states])
+    masks[1, PASS_ACTION] = True  # a pass slot too
+    ids, valid = legal_slots(masks)
+    valid[2, -3:] = False  # shorter rows: padding that the packed path skips
+    ids_t, valid_t = torch.from_numpy(ids), torch.from_numpy(valid)
+    weights = torch.from_numpy(rng.random(ids.shape, np.float32))
+    grads = []
+    for kwargs in ({}, {"valid": valid_t}):
+        model.zero_grad()
+        logits, value = model(obs, ids_t, **kwargs)
+        ((torch.where(valid_t, logits, torch.zeros_like(logits)) * weights).sum() + value.sum()).backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+        if kwargs:
+            assert torch.equal(logits[~valid_t], torch.zeros(int((~valid_t).sum())))
+            assert torch.allclose(logits[valid_t], padded[valid_t], atol=1e-6)
+        padded = logits.detach()
+    for a, b in zip(*grads):
+        assert torch.allclose(a, b, atol=1e-5)
+    model.zero_grad()

@@ -245,7 +245,7 @@ def encode_batch(data: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 def cross_entropy(model, obs, ids, valid, feats, target) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean cross-entropy to the targets, share of rows whose argmax is the target's argmax)."""
-    logits, _ = model(obs, ids, feats if model.heuristic_prior else None)
+    logits, _ = model(obs, ids, feats if model.heuristic_prior else None, valid=valid)
     ce_loss = policy_cross_entropy(logits, valid, target).mean()  # colony-zero's policy loss
     agree = (masked_log_probs(logits, valid).argmax(-1) == target.argmax(-1)).float().mean()
     return ce_loss, agree

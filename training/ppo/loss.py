@@ -105,7 +105,7 @@ def ppo_loss(
     `teacher_weight`, the kickstarting cross-entropy towards the uniform distribution over
     those slots is added (training/teacher.py).
     """
-    logits, values = model(obs, ids, features)
+    logits, values = model(obs, ids, features, valid=valid)
     dist = MaskedCategorical(logits, valid)
     logp = dist.log_prob(slots)
     entropy = dist.entropy().mean()

@@ -151,8 +151,10 @@ class SelfPlay:
                 feats: np.ndarray | None):
         """(sampled slots, their log-probs, values) for a batch of positions."""
         f = None if feats is None else torch.from_numpy(feats).to(self.device)
-        logits, value = net(torch.from_numpy(obs).to(self.device), torch.from_numpy(ids).to(self.device), f)
-        dist = MaskedCategorical(logits.cpu(), torch.from_numpy(valid))
+        mask = torch.from_numpy(valid)
+        logits, value = net(torch.from_numpy(obs).to(self.device), torch.from_numpy(ids).to(self.device), f,
+                            valid=mask.to(self.device))
+        dist = MaskedCategorical(logits.cpu(), mask)
         slots = dist.sample(self.torch_gen)
         return slots, dist.log_prob(slots), value.cpu()
 

@@ -52,10 +52,10 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         feats = None
         if model.heuristic_prior:
             feats = torch.from_numpy(greedy_action_features(states, np.arange(len(idx)), ids.shape[1])).to(device)
-        out = model(torch.from_numpy(np.ascontiguousarray(obs)).to(device), torch.from_numpy(ids).to(device), feats,
-                    with_ownership=with_own)
-        logits, value = out[0], out[1]
         valid_t = torch.from_numpy(valid).to(device)
+        out = model(torch.from_numpy(np.ascontiguousarray(obs)).to(device), torch.from_numpy(ids).to(device), feats,
+                    with_ownership=with_own, valid=valid_t)
+        logits, value = out[0], out[1]
         p = torch.from_numpy(probs).to(device)
         w = torch.from_numpy(data.full_search[idx].astype(np.float32)).to(device)  # fast searches teach no policy
         w_sum = w.sum().clamp_min(1.0)
