@@ -11,7 +11,7 @@ Prints, for each network (the zero quickstart model, the zero shipped model, and
   games/hour = moves/s * 3600 / `--plies-per-game`, the mean game length of self-play);
 
 then the options that could make the forward pass cheaper (torch threads, channels_last,
-a frozen TorchScript trace, torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
+a frozen TorchScript trace, bf16 convolutions, torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
 by side in one process; the load of the machine is printed with them.
 """
 
@@ -156,6 +156,16 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
             return traced(obs_t, ids_t)
 
     variants.append(("jit trace+freeze (used)", use_traced))
+    bf_model = model.blank_copy()
+    bf_model.load_state_dict(model.state_dict())
+    bf_model.bf16_trunk = True  # PPO's `precision: bf16`: the convolutions in bfloat16 under autocast
+    bf_model.eval()
+
+    def bf16() -> object:
+        with torch.inference_mode():
+            return bf_model(obs_t, ids_t)
+
+    variants.append(("bf16 convolutions", bf16))
     if not args.no_compile:
         try:
             compiled = torch.compile(model, dynamic=True)

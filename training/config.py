@@ -29,6 +29,7 @@ from .runlog import is_file
 from .shipped import builtin_configs
 
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "auto")
 SEED_MAX = 2**32 - 1  # numpy and torch both accept seeds in 0..2**32-1
 INT_MAX = 2**31 - 1  # no count in a config needs more; larger values are typos (1e30) that overflow later
 # Agent specs a trainer's evaluation may play against (built by colony_training.eval.agent_specs):
@@ -49,6 +50,21 @@ def resolve_device(name: str):
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("device 'cuda' was requested but torch sees no CUDA device; use --device cpu or auto")
     return torch.device(name)
+
+
+def native_bf16(device) -> bool:
+    """Whether `device` computes bfloat16 natively (a CPU with AVX512-BF16 or AMX, a CUDA GPU with bf16)."""
+    import torch
+
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    caps = torch.cpu.get_capabilities() if hasattr(torch.cpu, "get_capabilities") else {}
+    return bool(caps.get("avx512_bf16") or caps.get("amx_bf16"))
+
+
+def resolve_precision(name: str, device) -> bool:
+    """Whether a config's `precision` (`fp32`, `bf16` or `auto`) runs the convolutions in bfloat16 on `device`."""
+    return name == "bf16" or (name == "auto" and native_bf16(device))
 
 
 # --- constraints, declared once per field ---------------------------------------------------------
@@ -91,6 +107,7 @@ def below(limit: int) -> Check:
 
 SEED = below(SEED_MAX)
 DEVICE = one_of(DEVICES)
+PRECISION = one_of(PRECISIONS)
 RUN_NAME = Check(lambda v, c: bool(re.fullmatch(r"[A-Za-z0-9_.-]+", v)), "letters, digits, '_', '.', '-'")
 CHECKPOINT_OR_EMPTY = Check(lambda v, c: v == "" or is_file(v), '"" or the path of an existing checkpoint file')
 CHECKPOINT_FILE = Check(lambda v, c: is_file(v), "the path of an existing checkpoint file")

@@ -82,6 +82,10 @@ class PolicyValueNet(nn.Module):
         self.heuristic_prior = heuristic_prior
         self.target_features = target_features
         self.ownership_head = ownership_head
+        # Whether the convolutions run in bfloat16 under autocast (the weights, the heads and every loss
+        # stay float32): PPO's `precision` (training/config.py `resolve_precision`). Not part of the
+        # architecture: a checkpoint holds float32 weights either way.
+        self.bf16_trunk = False
         # KataGo's ownership target, here: who controls the colony each cell ends the game in (R7.1), from the
         # mover's view. A dense auxiliary target (100 labels per position instead of one result) for the trunk;
         # play never reads it.
@@ -114,11 +118,20 @@ class PolicyValueNet(nn.Module):
         return self._trunk_features(obs)[:2]
 
     def _trunk_features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        x = self.trunk(F.relu(self.stem(obs)))
-        v = F.relu(self.value_conv(x))
+        if self.bf16_trunk:
+            with torch.autocast(obs.device.type, dtype=torch.bfloat16):
+                x, v, p = self._convolutions(obs)
+            x, v, p = x.float(), v.float(), p.float()
+        else:
+            x, v, p = self._convolutions(obs)
         v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
-        return F.relu(self.policy_conv(x)), value, x
+        return p, value, x
+
+    def _convolutions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(trunk output, value-conv features, policy-conv features): every convolution of the network."""
+        x = self.trunk(F.relu(self.stem(obs)))
+        return x, F.relu(self.value_conv(x)), F.relu(self.policy_conv(x))
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,
                 with_ownership: bool = False, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
@@ -205,9 +218,11 @@ class PolicyValueNet(nn.Module):
                 "ownership_head": int(self.ownership_head)}
 
     def blank_copy(self) -> "PolicyValueNet":
-        """A new network of the same architecture (fresh weights), e.g. for a pool opponent."""
-        return PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features,
+        """A new network of the same architecture and precision (fresh weights), e.g. for a pool opponent."""
+        copy = PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features,
                               self.ownership_head)
+        copy.bf16_trunk = self.bf16_trunk
+        return copy
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly

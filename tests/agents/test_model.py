@@ -237,3 +237,25 @@ def test_packed_valid_logits_and_gradients_equal_padded(which: str, request: pyt
     for a, b in zip(*grads):
         assert torch.allclose(a, b, atol=1e-5)
     model.zero_grad()
+
+
+def test_bf16_trunk_stays_close_keeps_float32_weights_and_is_copied(target_net: PolicyValueNet) -> None:
+    """PPO's `precision: bf16`: the convolutions in bfloat16, the outputs float32 and near the fp32 ones."""
+    obs = _real_obs(3, seed=7)
+    ids = torch.arange(0, N_ACTIONS, 37).expand(3, -1)
+    with torch.no_grad():
+        ref_logits, ref_value = target_net(obs, ids)
+    target_net.bf16_trunk = True
+    try:
+        with torch.no_grad():
+            logits, value = target_net(obs, ids)
+        copy = target_net.blank_copy()
+    finally:
+        target_net.bf16_trunk = False
+    assert logits.dtype == torch.float32 and value.dtype == torch.float32
+    assert not torch.equal(logits, ref_logits)  # the bf16 path did run
+    scale = ref_logits.abs().max()
+    assert (logits - ref_logits).abs().max() < 0.02 * scale
+    assert (value - ref_value).abs().max() < 0.02 * max(1.0, float(ref_value.abs().max()))
+    assert copy.bf16_trunk and not target_net.bf16_trunk
+    assert all(t.dtype == torch.float32 for t in target_net.state_dict().values())

@@ -32,6 +32,7 @@ def test_derived_fields() -> None:
         ({"num_envs": "many"}, r"'num_envs' must be an integer"),
         ({"num_envs": 2.5}, r"'num_envs' must be an integer"),
         ({"device": "tpu"}, r"'device' = 'tpu' is invalid; allowed: auto, cpu, cuda"),
+        ({"precision": "fp16"}, r"'precision' = 'fp16' is invalid; allowed: fp32, bf16, auto"),
         ({"gamma": 1.5}, r"'gamma' = 1.5 is invalid; allowed: a number in \[0, 1\]"),
         ({"anneal_lr": "yes"}, r"'anneal_lr' must be true or false"),
         ({"eval_opponents": ["random", "alphazero"]}, r"'eval_opponents' has 'alphazero'; allowed agent specs"),
@@ -73,3 +74,17 @@ def test_bad_files(tmp_path: Path) -> None:
 def test_every_field_is_documented_in_keys() -> None:
     assert set(CONFIG_KEYS) == set(TrainConfig().to_dict())
     assert "batch_size" not in CONFIG_KEYS  # derived, not configurable
+
+
+def test_precision_auto_follows_the_cpus_native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`auto` is bf16 only where the CPU computes it natively (AVX512-BF16 or AMX); fp32 and bf16 are what they say."""
+    import torch
+
+    from colony_training.config import resolve_precision
+
+    cpu = torch.device("cpu")
+    for caps, native in (({"avx512_bf16": True}, True), ({"amx_bf16": True}, True),
+                         ({"avx512_bf16": False, "avx2": True}, False), ({}, False)):
+        monkeypatch.setattr(torch.cpu, "get_capabilities", lambda caps=caps: caps)
+        assert resolve_precision("auto", cpu) is native
+        assert resolve_precision("fp32", cpu) is False and resolve_precision("bf16", cpu) is True

@@ -3,7 +3,7 @@
 Runs full PPO iterations (rollout in the vector env with batched inference, per-colour GAE,
 minibatch updates) with the config's model, on the config's device and processes (`processes: 2`,
 training/ppo/parallel.py), and prints the median env steps per second, end to end and split into
-rollout and update, and the device. Nothing is written to disk. Any config key can be overridden:
+rollout and update, the device and the precision. Nothing is written to disk. Any config key can be overridden:
 `--processes 1 --torch-threads 2`.
 """
 
@@ -24,7 +24,7 @@ from ..cli import console_script
 def main(argv: list[str] | None = None) -> int:
     from colony_env.observation import OBS_CHANNELS
 
-    from ..config import ConfigError
+    from ..config import ConfigError, resolve_precision
     from ..model import PolicyValueNet
     from . import parallel
     from .config import load_config, split_overrides
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(cfg.seed)
     model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
                            cfg.policy_target_features).to(device)
+    model.bf16_trunk = resolve_precision(cfg.precision, device)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     pool.add(model, 0)  # so the pool games (and their extra forward passes) are part of the measurement
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     procs = 2 if helper is not None else 1
     print(f"config {args.config}: {cfg.num_envs} envs x {cfg.rollout_steps} steps, model {cfg.channels}ch x "
           f"{cfg.blocks} blocks ({n_params / 1e3:.0f}k params), device {device}, processes {procs}, "
-          f"torch threads {cfg.torch_threads}")
+          f"torch threads {cfg.torch_threads}, convolutions in {'bf16' if model.bf16_trunk else 'fp32'}")
     print(f"end to end : {statistics.median(total):8.0f} env steps/s (median of {args.iterations} iterations)")
     print(f"rollout    : {statistics.median(rollout):8.0f} env steps/s")
     print(f"update     : {statistics.median(update):8.0f} env steps/s ({cfg.update_epochs} epochs)")

@@ -71,8 +71,8 @@ class Helper:
         ctx = mp.get_context("spawn")  # no fork of a process that may hold OpenMP threads
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_helper_main, daemon=True, name="colony-ppo-helper",
-                                args=(child, cfg, model.architecture(), seed + HELPER_SEED_OFFSET, self.n_there,
-                                      self.params, self.grads, self.ro_buf, self.batch_buf, kit))
+                                args=(child, cfg, model.architecture(), model.bf16_trunk, seed + HELPER_SEED_OFFSET,
+                                      self.n_there, self.params, self.grads, self.ro_buf, self.batch_buf, kit))
         self.proc.start()
         child.close()
 
@@ -245,7 +245,7 @@ def collect(play: Any, helper: Helper | None, pool: Any, stats: Any, teacher: bo
     return join_rollouts(mine, theirs)
 
 
-def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], seed: int, num_envs: int, params: torch.Tensor,
+def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], bf16: bool, seed: int, num_envs: int, params: torch.Tensor,
                  grads: torch.Tensor, ro_buf: dict[str, torch.Tensor], batch_buf: dict[str, torch.Tensor],
                  kit: tuple) -> None:
     """The helper's loop: answer tasks until told to close or the pipe closes (the parent ended)."""
@@ -258,6 +258,7 @@ def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], seed: int, num_envs:
         cpu = torch.device("cpu")
         model = PolicyValueNet(arch["in_channels"], arch["channels"], arch["blocks"], bool(arch["heuristic_prior"]),
                                bool(arch["target_features"]), bool(arch.get("ownership_head", 0)))
+        model.bf16_trunk = bf16  # the parent's precision: both halves of a minibatch computed alike
         play = SelfPlay(cfg, model, cpu, seed=seed, num_envs=num_envs)
         pool = OpponentPool(cfg.pool_size)
         batch: dict[str, Any] | None = None

@@ -51,7 +51,7 @@ from colony_env.vector import MAX_LEGAL
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script
-from ..config import ConfigError, config_help, resolve_device
+from ..config import ConfigError, config_help, resolve_device, resolve_precision
 from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..runlog import RunDir, csv_data_rows, new_run_dir
@@ -435,6 +435,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     torch.manual_seed(cfg.seed)
     model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
                            cfg.policy_target_features).to(device)
+    model.bf16_trunk = resolve_precision(cfg.precision, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
