@@ -269,16 +269,16 @@ def _own_values(obs: torch.Tensor) -> torch.Tensor:
 def _target_cells(ids: torch.Tensor, cell: torch.Tensor, own_at_cell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(target cell int64, on_board bool) of each action id: where the acting satellite lands.
 
-    `cell` is each action's cell (ACTION_CELL) and `own_at_cell` the mover's value there (0 if
-    none, `_own_values`), all of one shape. Move (s, d, k): s + k*d. Displacement (s, d, pd, pk):
-    s + v*d with v the mover's value at s, the landing cell X of R4; the pushed satellite's
-    cell Y is not used. Pass, off-board cells and displacements from an empty cell get on_board
-    False (such actions are never legal; their target term is 0, matching `full_logits`).
+    `ids` hold no pass (the pass logit has its own head); `cell` is each action's cell
+    (ACTION_CELL) and `own_at_cell` the mover's value there (0 if none, `_own_values`), all of one
+    shape. Move (s, d, k): s + k*d. Displacement (s, d, pd, pk): s + v*d with v the mover's value
+    at s, the landing cell X of R4; the pushed satellite's cell Y is not used. Off-board cells and
+    displacements from an empty cell get on_board False (such actions are never legal; their
+    target term is 0, matching `full_logits`).
     """
     dev = ids.device
     steps = ACTION_STEPS.to(dev)[ids]
     dist = torch.where(steps > 0, steps, own_at_cell)
-    dist = torch.where(ids == PASS_ACTION, torch.zeros_like(dist), dist)
     r = cell // BOARD_SIZE + dist * ACTION_DR.to(dev)[ids]
     c = cell % BOARD_SIZE + dist * ACTION_DC.to(dev)[ids]
     on_board = (dist > 0) & (r >= 0) & (r < BOARD_SIZE) & (c >= 0) & (c < BOARD_SIZE)

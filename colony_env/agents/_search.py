@@ -474,10 +474,11 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
             n = legal_into(after, False, buf)  # a forced pass (R4.3) is tried too: it can end the game
             moves_quiet = after[I_UNLOCKED] == 0 and after[I_PLY] + 1 < after[I_MAX_PLIES]
             for j in range(n - 1, -1, -1):
-                if buf[j] < DISPLACEMENT_BASE and (moves_quiet or _is_quiet(after, buf[j])):
+                if buf[j] < DISPLACEMENT_BASE:
                     if moves_quiet:
                         break  # the rest are moves too (increasing ids), all quiet
-                    continue
+                    if _is_quiet(after, buf[j]):
+                        continue
                 reply = _core.apply_unchecked(after, buf[j])
                 threat = max(threat, q - _quick(reply, p))
         scores[i] = q + _margins(table, p) - threat

@@ -22,15 +22,12 @@ from ..cli import console_script
 
 @console_script
 def main(argv: list[str] | None = None) -> int:
-    from colony_env.observation import OBS_CHANNELS
-
-    from ..config import ConfigError, resolve_precision
-    from ..model import PolicyValueNet
+    from ..config import ConfigError
     from . import parallel
     from .config import load_config, split_overrides
     from .loss import per_player_gae
     from .opponents import OpponentPool
-    from .train import HELPER_KIT, GameStats, SelfPlay, ppo_update, resolve_device
+    from .train import HELPER_KIT, GameStats, SelfPlay, new_learner, ppo_update, resolve_device
 
     p = argparse.ArgumentParser(prog="python -m colony_training.ppo.bench", description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/quickstart.yaml")
@@ -48,10 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
-                           cfg.policy_target_features).to(device)
-    model.bf16_trunk = resolve_precision(cfg.precision, device)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    model, opt = new_learner(cfg, device)
     pool = OpponentPool(cfg.pool_size)
     pool.add(model, 0)  # so the pool games (and their extra forward passes) are part of the measurement
     helper = parallel.Helper(cfg, model, seed=cfg.seed, kit=HELPER_KIT) if parallel.wanted(cfg, device) else None

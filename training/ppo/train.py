@@ -71,6 +71,16 @@ EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "dra
 LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
 
 
+def new_learner(cfg: TrainConfig, device: torch.device) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
+    """The config's network on `device`, in the config's precision, and its Adam optimizer (fresh weights)."""
+    from colony_env.observation import OBS_CHANNELS
+
+    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
+                           cfg.policy_target_features).to(device)
+    model.bf16_trunk = resolve_precision(cfg.precision, device)
+    return model, torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+
+
 def make_env(cfg: TrainConfig, seed: int, num_envs: int | None = None):
     """The batched vector env (colony_env.vector, canonical frame, auto-reset) of `num_envs` (default: the config's) games."""
     from colony_env.vector import ColonyVectorEnv
@@ -430,13 +440,8 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     torch.set_num_threads(cfg.torch_threads)
     device = resolve_device(cfg.device)
 
-    from colony_env.observation import OBS_CHANNELS
-
     torch.manual_seed(cfg.seed)
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
-                           cfg.policy_target_features).to(device)
-    model.bf16_trunk = resolve_precision(cfg.precision, device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    model, optimizer = new_learner(cfg, device)
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
     resumed_meta: dict[str, Any] = {}
