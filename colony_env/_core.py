@@ -670,12 +670,9 @@ def apply_into(a: np.ndarray, action: int, out: np.ndarray) -> int:
 
 
 @njit(cache=True)
-def colony_table(board: np.ndarray) -> np.ndarray:
-    """One row per colony (R3.4): [label, size, red total, blue total, controller].
-
-    Controller (R7.1): 0 red, 1 blue, -1 nobody (equal totals). Rows follow the
-    component labels, i.e. the order of each colony's first cell.
-    """
+def component_sums(board: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """`components` (R3.3) with each component's red and blue value totals (R7.1):
+    (label, size, red, blue, count)."""
     label, size, count = components(board)
     red = np.zeros(count, np.int64)
     blue = np.zeros(count, np.int64)
@@ -684,6 +681,38 @@ def colony_table(board: np.ndarray) -> np.ndarray:
             red[label[i]] += board[i]
         elif board[i] < 0:
             blue[label[i]] -= board[i]
+    return label, size, red, blue, count
+
+
+@njit(cache=True, inline="always")
+def _colony_row(table: np.ndarray, row: int, label: int, size: int, red: int, blue: int) -> None:
+    """Write one colony's row (R3.4, R7.1: the colour with the larger total controls it)."""
+    ctrl = NOBODY
+    if red > blue:
+        ctrl = 0
+    elif blue > red:
+        ctrl = 1
+    table[row, 0] = label
+    table[row, 1] = size
+    table[row, 2] = red
+    table[row, 3] = blue
+    table[row, 4] = ctrl
+
+
+@njit(cache=True)
+def colony_table(board: np.ndarray) -> np.ndarray:
+    """One row per colony (R3.4): [label, size, red total, blue total, controller].
+
+    Controller (R7.1): 0 red, 1 blue, -1 nobody (equal totals). Rows follow the
+    component labels, i.e. the order of each colony's first cell.
+    """
+    _, size, red, blue, count = component_sums(board)
+    return colony_table_of_sums(size, red, blue, count)
+
+
+@njit(cache=True)
+def colony_table_of_sums(size: np.ndarray, red: np.ndarray, blue: np.ndarray, count: int) -> np.ndarray:
+    """`colony_table` from the board's `component_sums` (for callers that hold them already)."""
     n = 0
     for c in range(count):
         if size[c] >= MIN_COLONY:
@@ -691,19 +720,67 @@ def colony_table(board: np.ndarray) -> np.ndarray:
     table = np.empty((n, 5), np.int64)
     row = 0
     for c in range(count):
-        if size[c] < MIN_COLONY:
+        if size[c] >= MIN_COLONY:
+            _colony_row(table, row, c, size[c], red[c], blue[c])
+            row += 1
+    return table
+
+
+@njit(cache=True)
+def colony_table_after_join(
+    board: np.ndarray, label: np.ndarray, size: np.ndarray, red: np.ndarray, blue: np.ndarray, count: int,
+    x: int, value: int,
+) -> np.ndarray:
+    """The colony table after a legal action puts a satellite of signed `value` on cell `x`,
+    from `board`'s `component_sums`, without searching the new board's components.
+
+    Valid for every legal move and displacement (not a pass): the satellite leaves a cell
+    where it was unconnected (R3.2) and a pushed satellite is unconnected before and after
+    (R4.2.4), so neither is in a component with anyone; the only new contacts are those of
+    `x`, so the new component is `x` plus the components of its opposing orthogonal
+    neighbours (the reasoning of `_join`, R5) and every other component stays as it was.
+    Same rows as `colony_table` of the new board, but in another order: the joined
+    colony comes last, labelled with the smallest label it absorbed (`count` if none).
+    """
+    j0 = -1
+    j1 = -1
+    j2 = -1
+    j3 = -1
+    new_size = 1
+    new_red = value if value > 0 else 0
+    new_blue = -value if value < 0 else 0
+    new_label = count
+    for j in range(4):
+        n = ORTH[x, j]
+        if n < 0 or board[n] * value >= 0:
             continue
-        ctrl = NOBODY
-        if red[c] > blue[c]:
-            ctrl = 0
-        elif blue[c] > red[c]:
-            ctrl = 1
-        table[row, 0] = c
-        table[row, 1] = size[c]
-        table[row, 2] = red[c]
-        table[row, 3] = blue[c]
-        table[row, 4] = ctrl
-        row += 1
+        lab = label[n]
+        if lab == j0 or lab == j1 or lab == j2:
+            continue
+        if j0 < 0:
+            j0 = lab
+        elif j1 < 0:
+            j1 = lab
+        elif j2 < 0:
+            j2 = lab
+        else:
+            j3 = lab
+        new_size += size[lab]
+        new_red += red[lab]
+        new_blue += blue[lab]
+        new_label = min(new_label, lab)
+    n_rows = 1 if new_size >= MIN_COLONY else 0
+    for c in range(count):
+        if size[c] >= MIN_COLONY and c != j0 and c != j1 and c != j2 and c != j3:
+            n_rows += 1
+    table = np.empty((n_rows, 5), np.int64)
+    row = 0
+    for c in range(count):
+        if size[c] >= MIN_COLONY and c != j0 and c != j1 and c != j2 and c != j3:
+            _colony_row(table, row, c, size[c], red[c], blue[c])
+            row += 1
+    if new_size >= MIN_COLONY:
+        _colony_row(table, row, new_label, new_size, new_red, new_blue)
     return table
 
 

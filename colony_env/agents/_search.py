@@ -445,6 +445,18 @@ def _is_quiet(a: np.ndarray, action: int) -> bool:
     return True
 
 
+@njit(cache=True, inline="always")
+def _start_and_landing(board: np.ndarray, action: int) -> tuple[int, int]:
+    """The cell a move or displacement (R4, ids R8) starts from and the cell the moving satellite lands on."""
+    if action < DISPLACEMENT_BASE:
+        s = action // MOVES_PER_CELL
+        rem = action % MOVES_PER_CELL
+        return s, RAY[s, rem // MAX_STEP, rem % MAX_STEP]
+    rel = (action - DISPLACEMENT_BASE) // (MAX_PUSH * N_DIRECTIONS)
+    s = rel // N_DIRECTIONS
+    return s, RAY[s, rel % N_DIRECTIONS, abs(board[s]) - 1]
+
+
 @njit(cache=True)
 def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Score of each of the mover's `actions` (legal) by the heuristic of `GreedyAgent`.
@@ -455,9 +467,11 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
     end the game are tried: the rest leave `quick` unchanged).
 
     Before connections are unlocked (R3.5) and away from the ply limit, every legal move
-    is a normal move (R4.1: connection moves need the unlock), so only the ids past the
-    moves (displacements, pass) can be loud; the legal ids are in increasing order, so
-    those are the last ones and the moves are not looked at.
+    is a normal move (R4.1: connection moves need the unlock) and no displacement is legal
+    (R4.2.1), so the only reply that can matter is a forced pass (R4.3): the reply moves
+    are generated only up to the first one. A reply that does not end the game is scored
+    from the colony table after it, built from `after`'s components
+    (`_core.colony_table_after_join`) instead of a new component search.
     """
     p = a[I_TO_MOVE]
     scores = np.empty(actions.shape[0], np.float64)
@@ -467,19 +481,29 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
         if after[I_REASON] != 0:
             scores[i] = _quick(after, p)
             continue
-        table = _core.colony_table(after[:N_CELLS])
+        board = after[:N_CELLS]
+        label, size, red, blue, count = _core.component_sums(board)
+        table = _core.colony_table_of_sums(size, red, blue, count)
         q = _quick_of_table(table, p)
         threat = 0.0
         if after[I_TO_MOVE] != p:
-            n = legal_into(after, False, buf)  # a forced pass (R4.3) is tried too: it can end the game
             moves_quiet = after[I_UNLOCKED] == 0 and after[I_PLY] + 1 < after[I_MAX_PLIES]
-            for j in range(n - 1, -1, -1):
-                if buf[j] < DISPLACEMENT_BASE:
-                    if moves_quiet:
-                        break  # the rest are moves too (increasing ids), all quiet
-                    if _is_quiet(after, buf[j]):
-                        continue
-                reply = _core.apply_unchecked(after, buf[j])
-                threat = max(threat, q - _quick(reply, p))
+            n = _core._generate(after, buf, moves_quiet)  # all moves quiet: the first one is enough
+            if n == 0:
+                buf[0] = PASS_ACTION  # R4.3: the forced pass; it can end the game
+                n = 1
+            elif moves_quiet:
+                n = 0  # a legal move exists, so no pass, and every reply is quiet
+            for j in range(n):
+                r = buf[j]
+                if r < DISPLACEMENT_BASE and _is_quiet(after, r):
+                    continue
+                reply = _core.apply_unchecked(after, r)
+                if reply[I_REASON] != 0:
+                    threat = max(threat, q - _quick(reply, p))
+                elif r != PASS_ACTION:  # a pass that does not end the game changes no colony
+                    start, land = _start_and_landing(board, r)
+                    joined = _core.colony_table_after_join(board, label, size, red, blue, count, land, board[start])
+                    threat = max(threat, q - _quick_of_table(joined, p))
         scores[i] = q + _margins(table, p) - threat
     return scores

@@ -104,3 +104,31 @@ def test_compiled_playout_matches_the_rules(seed):
     end = ce.GameState.from_array(_core.random_playout(ce.new_game(seed)._a, seed))
     assert end.is_over
     _check_invariants(end)
+
+
+def _rows(table: np.ndarray) -> list[tuple[int, ...]]:
+    """A colony table's rows without the label column, sorted (labels and order may differ)."""
+    return sorted(tuple(int(v) for v in row[1:]) for row in table)
+
+
+def test_colony_table_after_join_equals_a_new_component_search():
+    """R3.3-R3.4, R7.1: the table from the old board's component sums equals `colony_table` of the new
+    board, for every legal move and displacement of every state of a few random games."""
+    joined_colonies = displacements = 0
+    for seed in range(6):
+        for s in random_game(seed):
+            if s.is_over:
+                continue
+            board = s._a[: s.board.size]
+            label, size, red, blue, count = _core.component_sums(board)
+            for action in ce.legal_actions(s):
+                if action == ce.PASS_ACTION:
+                    continue
+                kind, start, d, k, _ = _core.decode(int(action))
+                land = _core.RAY[start, d, (k if kind == 0 else abs(board[start])) - 1]
+                got = _core.colony_table_after_join(board, label, size, red, blue, count, land, board[start])
+                want = _core.colony_table(_core.apply_unchecked(s._a, int(action))[: board.size])
+                assert _rows(got) == _rows(want), (seed, s.ply, int(action))
+                displacements += kind == 1
+                joined_colonies += len(want) > len(_core.colony_table(board))
+    assert displacements > 50 and joined_colonies > 100  # both kinds of join were exercised
