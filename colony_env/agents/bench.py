@@ -6,7 +6,7 @@ rollouts are shorter):
 
 * MCTS simulations per second per core (`uct_search`, one process) for each budget;
 * rollouts per second: the agents' rejection sampler vs. the engine's full generation;
-* milliseconds per move of the greedy agent.
+* microseconds per move of the greedy agent (median and means, before and after the unlock, R3.5).
 
 Numbers depend on the machine and on its load; run it on an idle core to compare.
 """
@@ -89,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     greedy = GreedyAgent()
     rng = np.random.default_rng(args.seed)
     per_pos = [_time(lambda: greedy.act(pos, rng), args.repeats) for pos in positions]
-    print(f"greedy: {1e3 * statistics.median(per_pos):.2f} ms/move (median)")
+    split = "; ".join(
+        f"{name} {1e6 * statistics.mean(t for t, pos in zip(per_pos, positions) if pos.unlocked == unlocked):.0f}"
+        for name, unlocked in (("before the unlock", False), ("after", True))
+        if any(pos.unlocked == unlocked for pos in positions))
+    print(f"greedy: {1e6 * statistics.median(per_pos):.0f} us/move median, {1e6 * statistics.mean(per_pos):.0f} mean "
+          f"(means {split})")
     return 0
 
 
