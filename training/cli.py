@@ -26,6 +26,9 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
     - SIGTERM (`kill`, `timeout`, a batch scheduler) raises KeyboardInterrupt, so the tool ends
       through its own interrupt handling: one line, its worker processes stopped. Python's default
       would end the main process at once and leave its workers playing on, orphaned.
+    - SIGINT (Ctrl-C) and SIGTERM that arrive while a compiled kernel runs raise KeyboardInterrupt
+      only once the kernel has handed its result back (`_interrupt`): raised inside numba's
+      callback, it crashed the process.
     """
 
     @functools.wraps(main)
@@ -33,6 +36,10 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
         in_main_thread = threading.current_thread() is threading.main_thread()
         handler = functools.partial(_interrupt, os.getpid())
         previous = signal.signal(signal.SIGTERM, handler) if in_main_thread else None
+        # Ctrl-C too, unless the shell started the tool with SIGINT ignored (a background job)
+        catch_int = in_main_thread and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if catch_int:
+            signal.signal(signal.SIGINT, handler)
         owns_command = COMMAND_ENV not in os.environ  # a tool run by another tool's process shares its id
         command = begin_command()
         try:
@@ -47,6 +54,8 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGTERM, previous)
+            if catch_int:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             if owns_command:
                 end_command(command)
                 os.environ.pop(COMMAND_ENV, None)
@@ -81,12 +90,45 @@ def _prog(main: Callable[..., int]) -> str:
 
 def _interrupt(owner: int, signum: int, frame: FrameType | None) -> None:
     """KeyboardInterrupt in the tool's own process; a forked worker, which inherits the handler, is
-    ended by SIGTERM as usual (that is how its pool terminates it)."""
-    if os.getpid() != owner:
+    ended by SIGTERM as usual (that is how its pool terminates it).
+
+    A signal that arrives while a numba kernel runs is handled at the first Python code that runs
+    next, and when the kernel returns an array that code is numba's own `_numba_unpickle` (it fetches
+    the array's dtype while the result is being boxed). An exception raised there leaves numba
+    without the dtype: the process died with a segmentation fault or a SystemError traceback (numba
+    issue #2324). So there the interrupt waits for the first Python event outside that callback.
+    """
+    if os.getpid() != owner and signum == signal.SIGTERM:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         return
+    if _in_compiled_callback(frame):
+        _interrupt_after_callback()
+        return
     raise KeyboardInterrupt
+
+
+def _in_compiled_callback(frame: FrameType | None) -> bool:
+    """Whether `frame` runs inside numba's runtime callback from compiled code (see `_interrupt`)."""
+    while frame is not None:
+        if frame.f_code.co_name == "_numba_unpickle":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _interrupt_after_callback() -> None:
+    """Raise KeyboardInterrupt at the first profiling event (a call or return, in Python or C) of this
+    thread outside numba's callback: right after the kernel's result is handed back."""
+    previous = sys.getprofile()
+
+    def hook(frame: FrameType, event: str, arg: object) -> None:
+        if _in_compiled_callback(frame):
+            return
+        sys.setprofile(previous)
+        raise KeyboardInterrupt
+
+    sys.setprofile(hook)
 
 
 def _default_sigterm_after_fork() -> None:

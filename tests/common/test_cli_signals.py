@@ -51,3 +51,40 @@ def test_a_forked_worker_blocked_on_a_lock_ends_on_sigterm_whatever_thread_gets_
     status = seen["status"]
     assert status != "hung", "the forked worker did not end within 10 s of SIGTERM"
     assert isinstance(status, int) and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM, status
+
+
+_SEARCHING = r"""
+import sys
+from colony_env.agents import mcts
+from colony_training.eval import evaluate
+
+real = mcts.MCTSAgent.act
+def act(self, state, rng):
+    print("searching", file=sys.stderr, flush=True)
+    return real(self, state, rng)
+mcts.MCTSAgent.act = act
+sys.exit(evaluate.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT"), reason="POSIX signals")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_compiled_search_ends_the_tool_with_its_one_line(tmp_path, signum) -> None:
+    """Ctrl-C or SIGTERM while a numba kernel searches in the tool's own process (one worker): the tool
+    ends through its interrupt handling. Raised inside numba's callback while the kernel's arrays were
+    handed back, the KeyboardInterrupt crashed the process (a segmentation fault)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    argv = ["mcts:20000", "random", "--games", "2", "--workers", "1", "--no-progress", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-c", _SEARCHING, *argv], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    assert proc.stderr.readline().strip() == "searching"
+    time.sleep(0.5)  # inside the kernel: one move of mcts:20000 takes seconds
+    os.kill(proc.pid, signum)
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert err.strip().splitlines()[-1] == (f"colony-eval: interrupted; 0 of 2 games are saved in {out}; "
+                                             f"continue with `colony-eval --resume {out}`")
