@@ -488,7 +488,9 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
         threat = 0.0
         if after[I_TO_MOVE] != p:
             moves_quiet = after[I_UNLOCKED] == 0 and after[I_PLY] + 1 < after[I_MAX_PLIES]
-            n = _core._generate(after, buf, moves_quiet)  # all moves quiet: the first one is enough
+            # All moves quiet: the first one is enough. A run-time flag compiles a second `_generate`
+            # (the other callers pass a literal False): about 6 s once per install, then cached.
+            n = _core._generate(after, buf, moves_quiet)
             if n == 0:
                 buf[0] = PASS_ACTION  # R4.3: the forced pass; it can end the game
                 n = 1
