@@ -285,19 +285,35 @@ def _move_code(board: np.ndarray, me: int, unlocked: bool, touch: np.ndarray, s:
     `touch` is `_contact(board, me)`; the satellite leaving `s` is the mover's own, so
     it changes no contact with the opponent.
     """
-    v = abs(board[s])
     t = RAY[s, d, k - 1]
     if t < 0:
         return E_OFF_BOARD
+    return _move_code_to(board, unlocked, touch[t], s, t, k)
+
+
+@njit(cache=True, inline="always")
+def _move_code_to(board: np.ndarray, unlocked: bool, touched: bool, s: int, t: int, k: int) -> int:
+    """`_move_code` for the target cell `t` on the board, `k` cells from `s`; `touched`: `t` is
+    orthogonally adjacent to an opposing satellite (`_touches_opponent`)."""
     if board[t] != 0:
         return E_OCCUPIED
-    if not touch[t]:  # normal move
-        return OK if k <= v else E_TOO_FAR
+    if not touched:  # normal move
+        return OK if k <= abs(board[s]) else E_TOO_FAR
     if not unlocked:  # connection move
         return E_CONNECTIONS_LOCKED
-    if k != v:
+    if k != abs(board[s]):
         return E_CONNECT_DISTANCE
     return CHECK_R5
+
+
+@njit(cache=True, inline="always")
+def _touches_opponent(board: np.ndarray, me: int, t: int) -> bool:
+    """Cell `t` is orthogonally adjacent to a satellite of sign -me (one entry of `_contact`)."""
+    for j in range(4):
+        n = ORTH[t, j]
+        if n >= 0 and board[n] * me < 0:
+            return True
+    return False
 
 
 @njit(cache=True, inline="always")
@@ -553,7 +569,10 @@ def action_code(a: np.ndarray, action: int) -> int:
         return E_SAT_LOCKED
     unlocked = a[I_UNLOCKED] != 0
     if kind == 0:
-        code = _move_code(board, me, unlocked, _contact(board, me), s, d, x)
+        t = RAY[s, d, x - 1]
+        if t < 0:
+            return E_OFF_BOARD
+        code = _move_code_to(board, unlocked, _touches_opponent(board, me, t), s, t, x)
         if code != CHECK_R5:
             return code
     conn = connected_cells(board)
@@ -571,12 +590,11 @@ def action_code(a: np.ndarray, action: int) -> int:
 def tally(board: np.ndarray) -> tuple[int, int, int, int]:
     """(red on board, red connected, blue on board, blue connected) in one pass."""
     red = red_linked = blue = blue_linked = 0
-    conn = connected_cells(board)
     for i in range(N_CELLS):
         v = board[i]
         if v == 0:
             continue
-        linked = conn[i]
+        linked = _is_connected(board, i)
         if v > 0:
             red += 1
             red_linked += linked

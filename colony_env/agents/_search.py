@@ -74,7 +74,7 @@ def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.nda
     connections are unlocked (R4.2.1), every displacement whose landing cell, exactly v
     away, holds an unconnected opposing satellite (R4.2). Draws that land off the board
     or on a satellite are rejected at once; other moves go through the engine's move check
-    (`_core._move_code`, with the contact map computed once per call), connection moves
+    (`_core._move_code_to`, with the contact of the target cell alone), connection moves
     and displacements through `_core.action_code`. After `SAMPLE_TRIES`
     rejections it falls back to listing the legal ids (`frame.legal_into`, which also finds a
     forced pass, R4.3).
@@ -101,8 +101,6 @@ def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.nda
                         cands[n_cands] = N_DIRECTIONS * i + d
                         n_cands += 1
     total = n_moves + PUSHES * n_cands
-    touch = np.zeros(0, np.bool_)
-    have_touch = False
     if total > 0:
         for _ in range(SAMPLE_TRIES):
             r = np.random.randint(total)
@@ -118,10 +116,7 @@ def sample_legal(a: np.ndarray, sats: np.ndarray, cands: np.ndarray, buf: np.nda
                 t = RAY[s, d, k - 1]
                 if t < 0 or board[t] != 0:
                     continue
-                if not have_touch:
-                    touch = _core._contact(board, me)
-                    have_touch = True
-                code = _core._move_code(board, me, unlocked, touch, s, d, k)
+                code = _core._move_code_to(board, unlocked, _core._touches_opponent(board, me, t), s, t, k)
                 if code == _core.OK:  # a normal move (R4.1), decided by the engine's own check
                     return MOVES_PER_CELL * s + MAX_STEP * d + (k - 1)
                 if code != _core.CHECK_R5:
