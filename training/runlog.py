@@ -36,6 +36,54 @@ CONFIG_FILE = "config.yaml"
 CHECKPOINT_DIR = "checkpoints"
 TB_DIR = "tb"
 TEMP_PATTERN = ".*.tmp"  # the names `atomic_write_*` and `save_checkpoint` give their temporary files
+LOCK_FILE = ".lock"  # `lock_run_dir`: held by the process that writes into the directory
+
+
+class RunDirBusy(ValueError):
+    """Another live process writes into the run directory (`lock_run_dir`)."""
+
+
+_held_locks: dict[str, Any] = {}  # resolved directory -> its open lock file, for the life of the process
+
+
+def lock_run_dir(directory: str | Path) -> None:
+    """Make this process the only writer of `directory` until it ends; `RunDirBusy` in one line if
+    another live process holds it (e.g. a second `--resume` of a run that is still going).
+
+    An exclusive `flock` on `directory/.lock`: the system releases it when the holder ends, however
+    it ends (a kill leaves no stale lock), and forked workers share their parent's. The file holds
+    the holder's pid for the message. Taking it again in the same process is a no-op. Where `fcntl`
+    does not exist (Windows) nothing is locked.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return
+    key = str(Path(directory).resolve())
+    if key in _held_locks:
+        return
+    path = Path(directory) / LOCK_FILE
+    f = path.open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        raise RunDirBusy(f"{str(directory)!r} is in use by another process (pid {holder}); wait for it to end "
+                         "or stop it, then run this again") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    _held_locks[key] = f
+
+
+def unlock_run_dir(directory: str | Path) -> None:
+    """Give up `lock_run_dir(directory)` (if this process holds it): the end of a run in a longer process."""
+    f = _held_locks.pop(str(Path(directory).resolve()), None)
+    if f is not None:
+        f.close()
 
 
 def is_file(path: str | Path) -> bool:
@@ -304,6 +352,7 @@ class RunDir:
         fresh start, which removes every logged row and event. Temporary files of an interrupted
         atomic write are removed first."""
         self.checkpoints.mkdir(parents=True, exist_ok=True)
+        lock_run_dir(self.path)  # before anything is cut back: a second writer would corrupt the run
         remove_temp_files(self.checkpoints)
         remove_temp_files(self.path)
         resumed = last is not None
@@ -316,6 +365,7 @@ class RunDir:
         import yaml
 
         self.path.mkdir(parents=True, exist_ok=True)
+        lock_run_dir(self.path)
         return atomic_write_text(self.path / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     def log(self, name: str, rows: list[dict[str, Any]]) -> None:
@@ -341,13 +391,18 @@ class RunDir:
             self._tb.flush()
 
     def close(self) -> None:
+        """Close the TensorBoard writer and give up the directory's lock (`lock_run_dir`)."""
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+        unlock_run_dir(self.path)
 
 
 __all__ = [
     "RunDir",
+    "RunDirBusy",
+    "lock_run_dir",
+    "unlock_run_dir",
     "new_run_dir",
     "append_csv",
     "atomic_write_bytes",

@@ -8,9 +8,14 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 from torch.utils.tensorboard import SummaryWriter
 
+import pytest
+
 from colony_training.runlog import (
+    RunDir,
+    RunDirBusy,
     atomic_write_text,
     csv_data_rows,
+    lock_run_dir,
     log_positions,
     output_dir_problem,
     output_file_problem,
@@ -19,6 +24,7 @@ from colony_training.runlog import (
     rewind_logs,
     truncate_csv,
     truncate_csv_after,
+    unlock_run_dir,
 )
 
 
@@ -177,3 +183,59 @@ def _tb_steps(log_dir: Path, tag: str) -> list[int]:
     for f in sorted(log_dir.glob("events.out.tfevents.*")):
         steps += [e.step for e in EventFileLoader(str(f)).Load() for v in e.summary.value if v.tag == tag]
     return steps
+
+
+_HOLD = "import sys, time; from colony_training.runlog import lock_run_dir; lock_run_dir(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+
+
+def _holder(directory: Path):
+    """A second process that holds `directory`'s lock until it is killed."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(directory)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_run_directory_has_one_writer_at_a_time(tmp_path: Path) -> None:
+    """A second process cannot take a run directory that a live process writes into; once that one
+    ends (here killed, so it released nothing itself), the directory is free."""
+    holder = _holder(tmp_path)
+    try:
+        with pytest.raises(RunDirBusy, match=f"in use by another process \\(pid {holder.pid}\\)"):
+            lock_run_dir(tmp_path)
+        with pytest.raises(RunDirBusy):  # a trainer's run directory is taken the same way
+            RunDir(tmp_path, {"m.csv": ("iteration",)}).rewind(None)
+    finally:
+        holder.kill()
+        holder.wait()
+    lock_run_dir(tmp_path)
+    lock_run_dir(tmp_path)  # again in the same process: nothing to wait for
+    unlock_run_dir(tmp_path)
+    holder = _holder(tmp_path)  # given up: another process can take it
+    holder.kill()
+    holder.wait()
+
+
+def test_a_second_colony_eval_on_a_run_in_play_is_refused_and_changes_nothing(tmp_path: Path, capsys) -> None:
+    from colony_training.eval import evaluate as ev
+
+    out = tmp_path / "run"
+    assert ev.main(["random", "greedy", "--games", "4", "--max-plies", "30", "--workers", "1", "--no-progress",
+                    "--out", str(out)]) == 0
+    (out / "eval.json").unlink()  # as if it were still playing
+    for name in ("pairs.csv", "elo.csv"):
+        (out / name).unlink()
+    holder = _holder(out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    try:
+        assert ev.main(["--resume", str(out), "--workers", "1", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"colony-eval: error: {str(out)!r} is in use by another process (pid {holder.pid}); wait for "
+                       "it to end or stop it, then run this again"]
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert ev.main(["--resume", str(out), "--workers", "1", "--no-progress"]) == 0  # free again: it finishes

@@ -50,7 +50,8 @@ from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
 from ..cli import console_script
 from ..config import SEED_MAX
-from ..runlog import atomic_write_bytes, atomic_write_text, output_dir_problem
+from ..runlog import (LOCK_FILE, RunDirBusy, atomic_write_bytes, atomic_write_text, lock_run_dir, output_dir_problem,
+                      unlock_run_dir)
 from .agent_specs import SPEC_HELP, AgentSpecError, make_agent, parse_agent_spec
 from .elo import DEFAULT_PRIOR_DRAWS, EloFit, PairTally, fit_elo, score_interval
 from .records import GameRecord, RecordError, read_journal, record_line
@@ -758,10 +759,16 @@ def main(argv: list[str] | None = None) -> int:
                 raise EvalError(f"--out: {problem}")
         journal_path = out / (RECORDS_FILE if settings.records else HIDDEN_RECORDS_FILE)
         if args.resume is not None:
+            lock_run_dir(out)  # before the journal is read (and a torn last line cut off)
             done = resumed_games(journal_path, settings)
         else:
             made = [p for p in (out, *out.parents) if not p.exists()][::-1]
             out.mkdir(parents=True, exist_ok=True)
+            lock_run_dir(out)
+            made += [out / LOCK_FILE]
+            problem = used_out_problem(out)  # again, now that no other colony-eval can start in it
+            if problem:
+                raise EvalError(f"--out: {problem}")
             made += [out / RUN_FILE, journal_path]
             atomic_write_text(out / RUN_FILE, json.dumps(settings.to_json(), indent=2) + "\n")
         journal = Journal(journal_path, settings.seed, settings.max_plies)
@@ -790,7 +797,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{len(result.games)} games{earlier} in {elapsed:.0f} s on {result.config['workers']} worker(s); "
               f"wrote {', '.join(str(f) for f in files)}")
         return 0
-    except (AgentSpecError, EvalError, RecordError) as e:
+    except (AgentSpecError, EvalError, RecordError, RunDirBusy) as e:
         if journal is not None:
             journal.close()
         for path in reversed(made):  # a fresh run that fails leaves nothing behind (a resumed one is kept)
@@ -807,6 +814,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\ncolony-eval: interrupted; {saved} of {total} games are saved in {out}; continue with "
                   f"`colony-eval --resume {shlex.quote(str(out))}`", file=sys.stderr)
         return 130
+    finally:
+        if out is not None:
+            unlock_run_dir(out)
 
 
 if __name__ == "__main__":

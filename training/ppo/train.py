@@ -54,7 +54,7 @@ from ..cli import console_script
 from ..config import ConfigError, config_help, resolve_device, resolve_precision
 from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
-from ..runlog import RunDir, csv_data_rows, new_run_dir
+from ..runlog import RunDir, RunDirBusy, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 from . import parallel
 from .config import TrainConfig, load_config, split_overrides
@@ -640,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
             if run_dir is not None and (run_dir / "checkpoints" / "latest.pt").exists():
                 raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; use --resume to continue it")
             out = train(cfg, run_dir=run_dir, resume=False, progress=not args.no_progress)
-    except (ConfigError, CheckpointError) as e:
+    except (ConfigError, CheckpointError, RunDirBusy) as e:
         print(f"colony-train: error: {e}", file=sys.stderr)
         return 2
     except MemoryError:

@@ -68,7 +68,7 @@ from ..config import (
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet
-from ..runlog import RunDir, new_run_dir
+from ..runlog import RunDir, RunDirBusy, new_run_dir
 from . import resume_point
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
         latest = train(cfg, run_dir, resume, progress=not args.no_progress, pool=pool)
     except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError,
-            ResumePointError) as e:
+            ResumePointError, RunDirBusy) as e:
         return _error(str(e))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted" + (f"; continue with --resume {run_dir}" if run_dir else ""), file=sys.stderr)
