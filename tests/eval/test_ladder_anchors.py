@@ -5,6 +5,7 @@ colony-eval run's agents with the rated anchors held fixed."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_every_rating_is_recorded_with_its_command_and_output():
 
 
 def test_an_unrated_anchor_scores_but_gives_no_elo():
-    for spec in UNRATED_ANCHORS:
+    for spec in (*UNRATED_ANCHORS, "mcts:5000"):  # the recorded ones, and one that is not on the ladder at all
         assert all(math.isnan(v) for v in ladder_rating("agent", [PairTally("agent", spec, 30, 0, 10)])), spec
         # with a rated anchor beside it, only the rated one's games count
         both = ladder_rating("agent", [PairTally("agent", spec, 0, 0, 40), PairTally("agent", "greedy", 20, 0, 20)])
@@ -70,10 +71,15 @@ def test_the_rating_command_refuses_in_one_line(content, message, tmp_path, caps
     assert len(err) == 1 and message in err[0], err
 
 
-def test_the_recorded_mcts200_rating_is_the_fit_of_its_recorded_games():
-    """mcts:200's recorded output (609 / 22 / 369 against greedy) gives its recorded rating."""
-    (anchor,) = [a for a in ANCHORS if a.spec == "mcts:200"]
-    assert "609 / 22 / 369" in anchor.output
-    rating, ci = ladder_rating("new", [PairTally("new", "greedy", 609, 22, 369)])
+@pytest.mark.parametrize("spec", [a.spec for a in ANCHORS if a.spec.startswith("mcts:") and a.elo is not None])
+def test_a_recorded_search_anchor_rating_is_the_fit_of_its_recorded_games(spec):
+    """A search anchor's recorded output (its wins / draws / losses against the anchor its command names)
+    gives its recorded rating, with that anchor held at its own, inside the ladder's +-25."""
+    (anchor,) = [a for a in ANCHORS if a.spec == spec]
+    opponent = anchor.command.split()[2]
+    assert anchor.command.split()[1] == spec and opponent in LADDER_ELO
+    wins, draws, losses = (int(x.replace(",", "")) for x in re.search(r"([\d,]+) / ([\d,]+) / ([\d,]+)", anchor.output).groups())
+    assert wins + draws + losses == 1000
+    rating, ci = ladder_rating("new", [PairTally("new", opponent, wins, draws, losses)])
     assert rating == pytest.approx(anchor.elo, abs=0.05) and ci == pytest.approx(anchor.ci95, abs=0.05)
     assert ci < 25  # the ladder's bar for an anchor's interval

@@ -65,10 +65,11 @@ ANCHORS: tuple[Anchor, ...] = (
            "colony-eval mcts:200 greedy --games 1000 --seed 31338 --workers 2 --out runs/anchor-mcts200",
            "mcts:200 vs greedy: 1000 games, 609 / 22 / 369, score 0.620 [0.590, 0.650] (1452 s on 2 workers); "
            "python -m colony_training.eval.elo runs/anchor-mcts200: mcts:200 +692.0 +- 22.2 (1000 games)"),
-    Anchor("mcts:1000", None, None,
+    Anchor("mcts:1000", 856.3, 24.0,
            "colony-eval mcts:1000 mcts:200 --games 1000 --seed 31339 --workers 2 --out runs/anchor-mcts1000",
-           "", "needs mcts:200 rated first; 4 games (3 / 0 / 1) took 59 CPU seconds: about 15 s a game, "
-           "4 CPU hours (2 hours on 2 cores) for 1,000 games"),
+           "mcts:1000 vs mcts:200: 1000 games, 704 / 33 / 263, score 0.721 [0.692, 0.747] (the last 894 games in "
+           "6284 s on 2 workers, resumed twice); python -m colony_training.eval.elo runs/anchor-mcts1000: "
+           "mcts:1000 +856.3 +- 24.0 (1000 games)"),
 )
 LADDER_ELO: dict[str, float] = {a.spec: a.elo for a in ANCHORS if a.elo is not None}
 """The rated anchors' Elo by spec (`random` 0, `greedy` +607, ...): what `ladder_rating` holds fixed."""
