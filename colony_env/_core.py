@@ -500,6 +500,17 @@ def legal_into(a: np.ndarray, out: np.ndarray) -> int:
     return n
 
 
+@njit(cache=True)
+def legal_first_into(a: np.ndarray, out: np.ndarray, first_only: bool) -> int:
+    """`legal_into`, or with `first_only` just the first legal id (a pass when nothing else is legal,
+    R4.3): for callers that only ask whether the mover has a move."""
+    n = _generate(a, out, first_only)
+    if n == 0 and a[I_REASON] == 0:
+        out[0] = PASS_ACTION
+        n = 1
+    return n
+
+
 @njit(cache=True, inline="always")
 def legal_given(a: np.ndarray, label: np.ndarray, size: np.ndarray, out: np.ndarray) -> int:
     """`legal_into` with the components of `a`'s board already known (see `_generate_given`)."""

@@ -483,14 +483,11 @@ def greedy_scores(a: np.ndarray, actions: np.ndarray) -> np.ndarray:
         threat = 0.0
         if after[I_TO_MOVE] != p:
             moves_quiet = after[I_UNLOCKED] == 0 and after[I_PLY] + 1 < after[I_MAX_PLIES]
-            # All moves quiet: the first one is enough. A run-time flag compiles a second `_generate`
-            # (the other callers pass a literal False): about 6 s once per install, then cached.
-            n = _core._generate(after, buf, moves_quiet)
-            if n == 0:
-                buf[0] = PASS_ACTION  # R4.3: the forced pass; it can end the game
-                n = 1
-            elif moves_quiet:
-                n = 0  # a legal move exists, so no pass, and every reply is quiet
+            # All moves quiet: the first legal id is enough. A run-time flag compiles a second
+            # `_core._generate` (its other callers pass a literal False): about 6 s once per install.
+            n = _core.legal_first_into(after, buf, moves_quiet)
+            if moves_quiet and buf[0] != PASS_ACTION:
+                n = 0  # a legal move exists, so no pass (R4.3), and every reply is quiet
             for j in range(n):
                 r = buf[j]
                 if r < DISPLACEMENT_BASE and _is_quiet(after, r):
