@@ -53,7 +53,7 @@ def lock_run_dir(directory: str | Path) -> None:
     An exclusive `flock` on `directory/.lock`: the system releases it when the holder ends, however
     it ends (a kill leaves no stale lock), and forked workers share their parent's. The file holds
     the holder's pid for the message. Taking it again in the same process is a no-op. Where `fcntl`
-    does not exist (Windows) nothing is locked.
+    does not exist (Windows) or the file system cannot lock, nothing is locked.
     """
     try:
         import fcntl
@@ -66,12 +66,15 @@ def lock_run_dir(directory: str | Path) -> None:
     f = path.open("a+", encoding="utf-8")
     try:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         f.seek(0)
         holder = f.read().strip() or "unknown"
         f.close()
         raise RunDirBusy(f"{str(directory)!r} is in use by another process (pid {holder}); wait for it to end "
                          "or stop it, then run this again") from None
+    except OSError:  # a file system without locks (some network mounts): as on Windows, nothing is locked
+        f.close()
+        return
     f.seek(0)
     f.truncate()
     f.write(f"{os.getpid()}\n")
