@@ -330,6 +330,40 @@ def test_plot_refuses_a_bad_offset(offset, capsys, tmp_path):
     assert not (tmp_path / "c.png").exists()
 
 
+def test_plot_reads_an_evaluation_csv_and_names_a_missing_column(capsys, tmp_path):
+    """The shipped agent's recorded stages plot from their CSV; a CSV without W/D/L is one line."""
+    from colony_training.zero.plot import main as plot_main
+
+    out = tmp_path / "lineage.png"
+    assert plot_main([str(REPO / "docs" / "shipped_lineage.csv"), "--out", str(out)]) == 0
+    assert out.stat().st_size > 10_000
+    bad = tmp_path / "bad.csv"
+    bad.write_text("cpu_hours,agent,opponent,wins,draws\n1.0,policy,greedy,3,1\n")
+    assert plot_main([str(bad), "--out", str(tmp_path / "b.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lacks the column(s) losses" in err[0]
+    assert not (tmp_path / "b.png").exists()
+
+
+def test_shipped_lineage_rates_as_its_card_says():
+    """docs/shipped_lineage.csv holds the card's games: refitted on the ladder they give the card's Elo."""
+    import csv
+
+    from colony_training.eval.elo import PairTally, ladder_rating
+
+    with (REPO / "docs" / "shipped_lineage.csv").open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["network"] == "checkpoints/colony_zero.pt"]
+    for r in rows:
+        assert int(r["wins"]) + int(r["draws"]) + int(r["losses"]) == int(r["games"])
+
+    def rating(agent):
+        return ladder_rating(agent, [PairTally(agent, r["opponent"], int(r["wins"]), int(r["draws"]), int(r["losses"]))
+                                     for r in rows if r["agent"] == agent])
+
+    assert rating("policy")[0] == pytest.approx(850, abs=1)    # docs/zero.md, "On the fixed ladder"
+    assert rating("az:200")[0] == pytest.approx(1079, abs=1)
+
+
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("zero*.yaml")), ids=lambda p: p.name)
 def test_shipped_zero_configs_load(path):
     """Every colony-zero config loads; one that starts from a network the user makes first (its comment

@@ -1,10 +1,13 @@
-"""Learning curves of colony-zero runs: `python -m colony_training.zero.plot RUN_DIR [RUN_DIR ...] --out curve.png`.
+"""Learning curves of colony-zero runs: `python -m colony_training.zero.plot RUN [RUN ...] --out curve.png`.
 
 Left: Elo of the policy (and of the search agent, when the run evaluated it) against the CPU
 hours spent so far, with 95% intervals, fitted against the fixed ladder's ratings
-(`colony_training.eval.elo.LADDER_ELO`: `random` 0, `greedy` measured once against it). Right:
-the score against each ladder opponent with its Wilson 95% interval. One colour per run.
-Everything comes from the runs' `eval.csv`.
+(`colony_training.eval.elo.LADDER_ELO`: `random` 0, then `greedy`, `mcts:200`, `mcts:1000`, each
+rated once), drawn as dotted lines. Right: the score against each ladder opponent with its
+Wilson 95% interval. One colour per run. Everything comes from the wins, draws and losses of
+each run's `eval.csv`; a RUN may also be a CSV file with those columns (`cpu_hours`, `agent`,
+`opponent`, `wins`, `draws`, `losses`), such as `docs/shipped_lineage.csv`, the recorded
+evaluations of the shipped agent's stages.
 """
 
 from __future__ import annotations
@@ -17,17 +20,26 @@ from collections import defaultdict
 from pathlib import Path
 
 from ..cli import console_script
-from ..eval.elo import LADDER_ELO, PairTally, ladder_rating
+from ..eval.elo import LADDER_ELO, PairTally, ladder_rating, score_interval
 
 PROG = "python -m colony_training.zero.plot"
 
 
+REQUIRED = ("cpu_hours", "agent", "opponent", "wins", "draws", "losses")
+
+
 def read_eval(run: Path) -> list[dict[str, str]]:
-    path = run / "eval.csv"
+    """The evaluation rows of a run directory (its `eval.csv`) or of a CSV file with its columns."""
+    path = run if run.suffix == ".csv" else run / "eval.csv"
     if not path.is_file():
         raise FileNotFoundError(f"{str(path)!r} does not exist (has the run finished an evaluation?)")
     with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
+        if missing:
+            raise ValueError(f"{str(path)!r} lacks the column(s) {', '.join(missing)} "
+                             f"(an evaluation CSV needs {', '.join(REQUIRED)})")
+        return list(reader)
 
 
 def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
@@ -49,9 +61,10 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
         score: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
         for r in rows:
             x = float(r["cpu_hours"]) + (offsets[i] if offsets and i < len(offsets) else 0.0)
-            results[r["agent"]][x].append(PairTally(r["agent"], r["opponent"], float(r["wins"]), float(r["draws"]),
-                                                    float(r["losses"])))
-            score[(r["agent"], r["opponent"])].append((x, float(r["score"]), float(r["score_lo"]), float(r["score_hi"])))
+            tally = PairTally(r["agent"], r["opponent"], float(r["wins"]), float(r["draws"]), float(r["losses"]))
+            results[r["agent"]][x].append(tally)
+            points = (tally.wins + tally.draws / 2) / tally.games
+            score[(r["agent"], r["opponent"])].append((x, points, *score_interval(points, tally.games)))
         # rated here from the games, not read from the `elo` column: runs written before the
         # fixed ladder anchored their Elo at `random`, which saturates
         elo = {agent: {x: ladder_rating(agent, tallies) for x, tallies in by_x.items()}
@@ -68,8 +81,12 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
             err = [[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]]
             ax_score.errorbar(xs, ys, yerr=err, fmt=("-" if agent == "policy" else "--") + markers.get(opp, "D"),
                               color=colour, capsize=3, ms=4, label=f"{label}: {agent} vs {opp}")
+    for k, (name, rating) in enumerate(sorted(LADDER_ELO.items(), key=lambda kv: kv[1])):
+        ax_elo.axhline(rating, color="grey", ls=":", lw=1)
+        ax_elo.annotate(f"{name} {rating:+.0f}", (0, rating), xycoords=("axes fraction", "data"),
+                        xytext=(3, 2 if k % 2 else -9), textcoords="offset points", fontsize=7, color="dimgrey")
     ax_elo.set_xlabel("CPU hours (self-play + fitting, all processes)")
-    ax_elo.set_ylabel("Elo on the fixed ladder (" + ", ".join(f"{k} {v:+.0f}" for k, v in LADDER_ELO.items()) + ")")
+    ax_elo.set_ylabel("Elo on the fixed ladder (dotted: its anchors)")
     ax_elo.set_title("Strength against compute")
     ax_score.set_xlabel("CPU hours")
     ax_score.set_ylabel("score (win = 1, draw = 1/2), Wilson 95%")
@@ -88,7 +105,7 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
 @console_script
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description="Plot colony-zero learning curves (Elo against CPU hours).")
-    p.add_argument("runs", nargs="+", help="run directories written by colony-zero")
+    p.add_argument("runs", nargs="+", help="run directories written by colony-zero, or CSV files with eval.csv's columns")
     p.add_argument("--out", default="zero_curve.png", help="output PNG (default zero_curve.png)")
     p.add_argument("--label", action="append", help="legend label per run, in order")
     p.add_argument("--offset", action="append", type=float, metavar="CPU_HOURS",
