@@ -52,7 +52,7 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
     import matplotlib.pyplot as plt
 
     fig, (ax_elo, ax_score) = plt.subplots(1, 2, figsize=(12, 4.5))
-    markers = {"policy": "o", "random": "s", "greedy": "^"}
+    markers = {"random": "s", "greedy": "^", "mcts:200": "v", "mcts:1000": "D"}  # by opponent
     for i, run in enumerate(runs):
         rows = read_eval(run)
         colour = f"C{i}"
@@ -83,8 +83,10 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
                               color=colour, capsize=3, ms=4, label=f"{label}: {agent} vs {opp}")
     for k, (name, rating) in enumerate(sorted(LADDER_ELO.items(), key=lambda kv: kv[1])):
         ax_elo.axhline(rating, color="grey", ls=":", lw=1)
-        ax_elo.annotate(f"{name} {rating:+.0f}", (0, rating), xycoords=("axes fraction", "data"),
-                        xytext=(3, 2 if k % 2 else -9), textcoords="offset points", fontsize=7, color="dimgrey")
+        right = k % 2 == 1  # neighbouring anchors' labels at opposite ends, so close ratings stay legible
+        ax_elo.annotate(f"{name} {rating:+.0f}", (1 if right else 0, rating), xycoords=("axes fraction", "data"),
+                        xytext=(-3 if right else 3, 2), textcoords="offset points", fontsize=7, color="dimgrey",
+                        ha="right" if right else "left")
     ax_elo.set_xlabel("CPU hours (self-play + fitting, all processes)")
     ax_elo.set_ylabel("Elo on the fixed ladder (dotted: its anchors)")
     ax_elo.set_title("Strength against compute")
