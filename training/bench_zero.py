@@ -11,8 +11,12 @@ Prints, for each network (the zero quickstart model, the zero shipped model, and
   games/hour = moves/s * 3600 / `--plies-per-game`, the mean game length of self-play);
 
 then the options that could make the forward pass cheaper (torch threads, channels_last,
-a frozen TorchScript trace, bf16 convolutions, torch.compile), each timed on the same batch. Medians over `--repeats` runs, measured side
-by side in one process; the load of the machine is printed with them.
+a frozen TorchScript trace, bf16 convolutions, torch.compile), each timed on the same batch. For
+each `--checkpoint`, what bf16 convolutions change in a trained network's answers: how often its
+most likely move stays the same and how far its values move, with both evaluators' speed.
+`--shape CxB` adds a randomly initialised network of C channels and B blocks to the timings (trunk
+shapes compared at equal footing). Medians over `--repeats` runs, measured side by side in one
+process; the load of the machine is printed with them.
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ MODELS = {"zero quickstart (32x2)": (32, 2), "zero shipped (64x4)": (64, 4)}
 WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)
 
 
-def positions(n: int, seed: int) -> list[ce.GameState]:
+def positions(n: int, seed: int, max_plies: int = WARMUP_PLIES) -> list[ce.GameState]:
+    """`n` positions, each up to `max_plies` random plies into a game, with more than one legal action."""
     out = []
     rng = np.random.default_rng(seed)
     while len(out) < n:
         s = ce.new_game(int(rng.integers(2**31)))
-        for _ in range(int(rng.integers(WARMUP_PLIES))):
+        for _ in range(int(rng.integers(max_plies))):
             legal = ce.legal_actions(s)
             s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
             if s.is_over:
@@ -119,6 +124,28 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
           f"ratio {batched_cpu / single_cpu:5.1f}x")
     print(f"{'':{len(name)}}  simulations/s batched {search_b:8.0f}   one-at-a-time {search_1:7.0f}   "
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
+
+
+def bf16_fidelity(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None:
+    """bf16 convolutions against float32 on the same positions (up to 150 random plies into a game): the
+    share of positions whose most likely legal move is unchanged, the values' mean and largest absolute
+    change, and the leaf evaluations per second of both evaluators (float32 as the search runs it)."""
+    states = positions(max(args.games, 256), args.seed + 2, max_plies=150)
+    st, obs, ids, counts = leaf_batch(states)
+    bf_model = model.blank_copy()
+    bf_model.load_state_dict(model.state_dict())
+    bf_model.bf16_trunk = True
+    evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf_model.eval())}
+    out = {k: ev(st, obs, ids, counts) for k, ev in evs.items()}
+    valid = np.arange(ids.shape[1])[None, :] < counts[:, None]
+    best = {k: np.where(valid, logits, -np.inf).argmax(1) for k, (logits, _) in out.items()}
+    dv = np.abs(out["bf16"][1] - out["float32"][1])
+    rates = {k: median_rate(lambda ev=ev: (ev(st, obs, ids, counts), len(states))[1], args.repeats)
+             for k, ev in evs.items()}
+    print(f"{name}: bf16 convolutions against float32 on {len(states)} positions: most likely move the same in "
+          f"{(best['bf16'] == best['float32']).mean():.1%}, value change mean {dv.mean():.4f} max {dv.max():.4f}; "
+          f"leaf evals/s float32 {rates['float32']:.0f}, bf16 {rates['bf16']:.0f} "
+          f"({rates['bf16'] / rates['float32']:.2f}x)")
 
 
 def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
@@ -198,21 +225,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads for the main timings")
     p.add_argument("--plies-per-game", type=float, default=220.0, help="mean self-play game length for games/hour")
     p.add_argument("--checkpoint", action="append", default=[], help="also time this checkpoint's network")
+    p.add_argument("--shape", action="append", default=[], metavar="CxB",
+                   help="also time a random network of C channels and B residual blocks, e.g. 48x4")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     for key in ("games", "simulations", "repeats", "threads"):
         if getattr(args, key) < 1:
             p.error(f"--{key} must be >= 1")
+    shapes = {}
+    for text in args.shape:
+        c, x, b = text.lower().partition("x")
+        if not (x and c.isdigit() and b.isdigit() and int(c) >= 1 and int(b) >= 1):
+            p.error(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4; got {text!r}")
+        shapes[f"shape {int(c)}x{int(b)}"] = (int(c), int(b))
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} cores")
-    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True).eval() for name, (c, b) in MODELS.items()}
+    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True).eval()
+              for name, (c, b) in {**MODELS, **shapes}.items()}
     for path in args.checkpoint:
         models[f"checkpoint {path}"] = load_model(path)[0]
     for name, model in models.items():
         bench_model(name, model, args)
+    for path in args.checkpoint:
+        bf16_fidelity(f"checkpoint {path}", models[f"checkpoint {path}"], args)
     print("forward-pass options, zero shipped model:")
     bench_options(models["zero shipped (64x4)"], args)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

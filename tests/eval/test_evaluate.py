@@ -266,6 +266,11 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert all(ce.is_legal(s, m) for s, m in zip(states, moves))  # move-for-move equality: test_az (exact evaluator)
     res = ev.evaluate([spec + ":az:6", "random"], games=4, seed=0, workers=1, progress=False, batch=4)
     assert res.pairs[0].games == 4 and res.config["batch"] == 4
+    # `bf16`: the same search with the convolutions in bfloat16 (eager, no trace); legal moves, its own name
+    bf = make_agent(spec + ":az:6:noise=0:bf16")
+    assert bf.inner.search.evaluator.model.bf16_trunk and not az.inner.search.evaluator.model.bf16_trunk
+    assert all(ce.is_legal(s, m) for s, m in zip(states, bf.act_batch(states, rngs)))
+    assert not bf.inner.search.evaluator._trace and bf.name == spec + ":az:6:noise=0:bf16"
 
 
 def test_every_console_script_ends_quietly_on_a_closed_pipe():

@@ -212,6 +212,10 @@ def test_az_spec_parsing():
     assert spec.path == "a/b.pt" and spec.az_simulations == 50
     assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0,
                                      "rollout_mix": 0.5}
+    assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {"bf16": True}
+    for bad in ("checkpoint:a.pt:az:5:bf16=1", "checkpoint:a.pt:az:5:bf17"):
+        with pytest.raises(AgentSpecError, match="bf16 \\(bfloat16 convolutions\\)"):
+            parse_agent_spec(bad)
     for bad in ("checkpoint:a.pt:az:0", "checkpoint:a.pt:az:x", "checkpoint:a.pt:az:5:zz", "checkpoint::az:5",
                 "checkpoint:a.pt:az:5:c=-1", "checkpoint:a.pt:az:5:r=1.5", "checkpoint:a.pt:az:5:r=-0.1"):
         with pytest.raises(AgentSpecError):
@@ -386,3 +390,25 @@ def test_a_path_the_os_cannot_look_up_is_a_one_line_error(path, tmp_path, capsys
     assert len(err) == 1 and "init_from" in err[0]
     with pytest.raises(CheckpointError, match="does not exist"):
         read_checkpoint(path)
+
+
+def test_bench_zero_times_shapes_and_bf16_fidelity(tmp_path, capsys):
+    """`--shape` adds a network to the timings; a checkpoint gets the bf16-against-float32 line; a bad shape is one line."""
+    from colony_env import observation
+    from colony_training import bench_zero
+    from colony_training.checkpoint import save_checkpoint
+    from colony_training.model import PolicyValueNet
+
+    torch.manual_seed(0)
+    path = save_checkpoint(tmp_path / "tiny.pt", PolicyValueNet(observation.OBS_CHANNELS, 8, 1, False, True), {}, {})
+    assert bench_zero.main(["--games", "2", "--repeats", "1", "--simulations", "1", "--no-compile",
+                            "--checkpoint", str(path), "--shape", "8x1"]) == 0
+    out = capsys.readouterr().out
+    assert "shape 8x1: leaf evals/s batched(2)" in out
+    line = next(x for x in out.splitlines() if "bf16 convolutions against float32 on 256 positions" in x)
+    same = float(line.split("most likely move the same in ")[1].split("%")[0])
+    change = float(line.split("value change mean ")[1].split()[0])
+    assert 50.0 <= same <= 100.0 and 0.0 <= change < 0.1  # bfloat16 keeps about 3 significant digits
+    with pytest.raises(SystemExit):
+        bench_zero.main(["--shape", "8by1"])
+    assert "--shape takes CHANNELSxBLOCKS" in capsys.readouterr().err
