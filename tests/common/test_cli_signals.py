@@ -78,7 +78,10 @@ def test_a_signal_during_a_compiled_search_ends_the_tool_with_its_one_line(tmp_p
 
     out = tmp_path / "out"
     argv = ["mcts:20000", "random", "--games", "2", "--workers", "1", "--no-progress", "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-c", _SEARCHING, *argv], stderr=subprocess.PIPE, text=True)
+    # as from a terminal: a shell starts background jobs (CI under `nohup ... &`, say) with SIGINT ignored,
+    # and a tool keeps an ignored SIGINT ignored (training/cli.py)
+    proc = subprocess.Popen([sys.executable, "-c", _SEARCHING, *argv], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert proc.stderr is not None
     assert proc.stderr.readline().strip() == "searching"
     time.sleep(0.5)  # inside the kernel: one move of mcts:20000 takes seconds
