@@ -347,6 +347,12 @@ def test_plot_reads_an_evaluation_csv_and_names_a_missing_column(capsys, tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lacks the column(s) losses" in err[0]
     assert not (tmp_path / "b.png").exists()
+    for row in ("1.0,policy,greedy,0,0,0", "1.0,policy,greedy,3,-1,2", "nan,policy,greedy,3,1,2", "x,policy,greedy,1,1,1"):
+        bad.write_text("cpu_hours,agent,opponent,wins,draws,losses\n" + row + "\n")
+        assert plot_main([str(bad), "--out", str(tmp_path / "b.png")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("python -m colony_training.zero.plot: error:"), err
+        assert not (tmp_path / "b.png").exists()
 
 
 def test_shipped_lineage_rates_as_its_card_says():

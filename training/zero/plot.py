@@ -59,9 +59,13 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
         label = labels[i] if labels and i < len(labels) else run.name
         results: dict[str, dict[float, list[PairTally]]] = defaultdict(lambda: defaultdict(list))
         score: dict[tuple[str, str], list[tuple[float, float, float, float]]] = defaultdict(list)
-        for r in rows:
+        for n, r in enumerate(rows, start=2):  # line numbers of the file, after its header
             x = float(r["cpu_hours"]) + (offsets[i] if offsets and i < len(offsets) else 0.0)
             tally = PairTally(r["agent"], r["opponent"], float(r["wins"]), float(r["draws"]), float(r["losses"]))
+            counts = (tally.wins, tally.draws, tally.losses)
+            if not (math.isfinite(x) and all(math.isfinite(c) and c >= 0 for c in counts) and tally.games > 0):
+                raise ValueError(f"line {n} of {str(run)!r}: cpu_hours must be a finite number and wins, draws, "
+                                 f"losses counts >= 0 with at least one game")
             results[r["agent"]][x].append(tally)
             points = (tally.wins + tally.draws / 2) / tally.games
             score[(r["agent"], r["opponent"])].append((x, points, *score_interval(points, tally.games)))
