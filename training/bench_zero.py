@@ -126,16 +126,21 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
 
 
+def bf16_copy(model: PolicyValueNet) -> PolicyValueNet:
+    """The same network with its convolutions in bfloat16 under autocast (PPO's `precision: bf16`), in eval mode."""
+    copy = model.blank_copy()
+    copy.load_state_dict(model.state_dict())
+    copy.bf16_trunk = True
+    return copy.eval()
+
+
 def bf16_fidelity(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None:
     """bf16 convolutions against float32 on the same positions (up to 150 random plies into a game): the
     share of positions whose most likely legal move is unchanged, the values' mean and largest absolute
     change, and the leaf evaluations per second of both evaluators (float32 as the search runs it)."""
     states = positions(max(args.games, 256), args.seed + 2, max_plies=150)
     st, obs, ids, counts = leaf_batch(states)
-    bf_model = model.blank_copy()
-    bf_model.load_state_dict(model.state_dict())
-    bf_model.bf16_trunk = True
-    evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf_model.eval())}
+    evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf16_copy(model))}
     out = {k: ev(st, obs, ids, counts) for k, ev in evs.items()}
     valid = np.arange(ids.shape[1])[None, :] < counts[:, None]
     best = {k: np.where(valid, logits, -np.inf).argmax(1) for k, (logits, _) in out.items()}
@@ -183,10 +188,7 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
             return traced(obs_t, ids_t)
 
     variants.append(("jit trace+freeze (used)", use_traced))
-    bf_model = model.blank_copy()
-    bf_model.load_state_dict(model.state_dict())
-    bf_model.bf16_trunk = True  # PPO's `precision: bf16`: the convolutions in bfloat16 under autocast
-    bf_model.eval()
+    bf_model = bf16_copy(model)
 
     def bf16() -> object:
         with torch.inference_mode():

@@ -67,8 +67,7 @@ def plot_runs(runs: list[Path], out: Path, labels: list[str] | None = None,
                 raise ValueError(f"line {n} of {str(run)!r}: cpu_hours must be a finite number and wins, draws, "
                                  f"losses counts >= 0 with at least one game")
             results[r["agent"]][x].append(tally)
-            points = (tally.wins + tally.draws / 2) / tally.games
-            score[(r["agent"], r["opponent"])].append((x, points, *score_interval(points, tally.games)))
+            score[(r["agent"], r["opponent"])].append((x, tally.score, *score_interval(tally.score, tally.games)))
         # rated here from the games, not read from the `elo` column: runs written before the
         # fixed ladder anchored their Elo at `random`, which saturates
         elo = {agent: {x: ladder_rating(agent, tallies) for x, tallies in by_x.items()}
