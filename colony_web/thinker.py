@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import signal
+import time
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -20,6 +21,7 @@ START_METHOD = "spawn"  # the server runs threads (uvicorn, executors); forking 
 JOIN_SECONDS = 5.0  # how long an ended worker gets to exit before it is killed
 STARTUP_SECONDS = 300.0  # a fresh worker imports numpy, numba kernels (maybe compiling them) before its first job
 READY = ("ready", None)
+POLL_SLICE = 0.25  # a helper thread waiting on a worker checks this often whether its pipe was closed
 
 
 class ThinkTimeout(RuntimeError):
@@ -80,10 +82,19 @@ class _Worker:
 
 
 def _wait(conn: Connection, timeout: float) -> tuple[str, Any] | None:
-    """The worker's answer, or None when `timeout` seconds pass first (runs in a helper thread)."""
-    if not conn.poll(timeout):
-        return None
-    return conn.recv()
+    """The worker's answer, or None when `timeout` seconds pass first (runs in a helper thread).
+
+    It waits in slices of POLL_SLICE seconds, so that once the worker is stopped (`_Worker.stop`
+    closes the pipe) the thread ends within a slice with an OSError: a thread still blocked in
+    one long poll would hold up the server's exit, which waits for its executor's threads.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if conn.poll(min(left, POLL_SLICE)):  # OSError once the pipe is closed
+            return conn.recv()
 
 
 class Thinker:
@@ -109,6 +120,8 @@ class Thinker:
 
     def _replace(self, old: _Worker) -> _Worker:
         old.stop()
+        if self.closing:  # the server is going away: no new process (`close` stops the stopped one again, harmlessly)
+            return old
         new = _Worker(self._ctx)
         self._workers[self._workers.index(old)] = new
         return new
@@ -121,6 +134,9 @@ class Thinker:
             raise ThinkerClosed("the server is shutting down")
         idle = self._queue()
         worker = await idle.get()
+        if self.closing:  # the server began to shut down while this job waited for a worker
+            idle.put_nowait(worker)
+            raise ThinkerClosed("the server is shutting down")
         loop = asyncio.get_running_loop()
         try:
             try:

@@ -215,6 +215,56 @@ def test_agent_past_the_time_limit_is_stopped_and_the_server_goes_on(out_dir):
         assert h.status_code == 201, h.text
 
 
+
+def test_a_thread_waiting_on_a_stopped_worker_ends_within_a_slice():
+    """The server's exit waits for its executor threads: one blocked on a closed pipe must not hold it up."""
+    import multiprocessing as mp
+    from concurrent.futures import ThreadPoolExecutor
+
+    from colony_web import thinker
+
+    ours, theirs = mp.Pipe()
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(thinker._wait, ours, 60.0)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        ours.close()
+        with pytest.raises(OSError):
+            waiting.result(timeout=10)
+        assert time.monotonic() - t0 < 2 * thinker.POLL_SLICE + 1
+    theirs.close()
+
+
+def test_a_job_stopped_by_shutdown_is_a_thinker_closed_and_starts_no_new_process():
+    import asyncio
+
+    from colony_web import thinker
+
+    async def scenario() -> tuple[BaseException | None, int]:
+        t = thinker.Thinker(1, 60.0)
+        first = t._workers[0]
+        packed = ce.new_game(1).to_array()
+        job = asyncio.ensure_future(t.run("act", spec="mcts:300000", packed=packed, seed=1))
+        await asyncio.sleep(0)
+        while not t._workers[0].ready:  # the worker started and took the job
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)
+        t.interrupt()
+        try:
+            await asyncio.wait_for(job, 10)
+            err = None
+        except BaseException as e:  # noqa: BLE001
+            err = e
+        with pytest.raises(thinker.ThinkerClosed):  # later jobs do not start
+            await t.run("check_spec", spec="random")
+        same = t._workers[0] is first
+        t.close()
+        return err, same
+
+    err, same = asyncio.run(scenario())
+    assert isinstance(err, thinker.ThinkerClosed), repr(err)
+    assert same  # no replacement process was started while the server goes away
+
 # --- bad input ----------------------------------------------------------------------
 @pytest.mark.parametrize(
     "body, fragment",
