@@ -418,3 +418,37 @@ def test_bench_zero_times_shapes_and_bf16_fidelity(tmp_path, capsys):
     with pytest.raises(SystemExit):
         bench_zero.main(["--shape", "8by1"])
     assert "--shape takes CHANNELSxBLOCKS" in capsys.readouterr().err
+
+
+def test_greedy_imitation_probe_labels_greedys_best_set_and_writes_a_playable_checkpoint(tmp_path):
+    """examples/greedy_imitation_probe.py: each label is uniform over greedy's tied best moves, in the mover's frame."""
+    import importlib.util
+
+    from colony_env.agents.greedy import TIE_TOLERANCE, GreedyAgent
+    from colony_env.frame import to_frame
+
+    spec = importlib.util.spec_from_file_location("greedy_imitation_probe", REPO / "examples" / "greedy_imitation_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    data = probe.greedy_labelled_positions(3, 0.3, 60, np.random.default_rng(5))
+    assert data.n_positions > 60 and data.full_search.all()
+    greedy, blue_seen = GreedyAgent(), 0
+    for i in range(data.n_positions):
+        state = ce.GameState.from_array(data.states[i])
+        legal, scores = greedy.scores(state)
+        transposed = int(data.states[i, I_TO_MOVE]) == 1
+        blue_seen += transposed
+        ids = data.target_ids[data.offsets[i]:data.offsets[i + 1]]
+        probs = data.target_probs[data.offsets[i]:data.offsets[i + 1]]
+        assert [int(x) for x in ids] == [to_frame(int(a), transposed) for a in legal]
+        best = scores >= scores.max() - TIE_TOLERANCE
+        assert np.allclose(probs[best], 1.0 / best.sum()) and not probs[~best].any()
+    assert 0 < blue_seen < data.n_positions
+    out = subprocess.run([sys.executable, str(REPO / "examples" / "greedy_imitation_probe.py"), "--games", "2",
+                          "--steps", "3", "--eval-games", "2", "--out", str(tmp_path)],
+                         capture_output=True, text=True, check=False, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "step 3 (" in out.stdout and "against greedy:" in out.stdout
+    agent = load_policy_agent(tmp_path / "imitation.pt")
+    s = ce.new_game(0)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))

@@ -1,0 +1,121 @@
+"""How well can a policy network learn `greedy`'s own choices? A ceiling for "one CPU-hour against greedy".
+
+    python examples/greedy_imitation_probe.py --shape 32x2 --games 1500 --minutes 12 --out DIR
+    colony-eval checkpoint:DIR/imitation.pt greedy --games 200 --seed 9101 --workers 1
+
+A diagnostic, not a trainer (it feeds the greedy heuristic to the network as labels, which a
+from-scratch run may not): it plays `--games` games in which each move is `greedy`'s (one of its
+best-scored moves, ties at random) or, with probability `--eps`, a uniformly random legal move,
+labels every position with `greedy`'s best set (uniform over the tied best moves), and fits a fresh
+network's policy to those labels with colony-zero's own fitting step (`zero.fit.fit`: the same
+loss, batches, symmetry augmentation and optimiser) until `--minutes` of CPU time or `--steps`
+steps are spent. Then the policy alone plays `greedy` (`--eval-games`, paired seeds from
+`--eval-seed`) and the network is saved as `DIR/imitation.pt` for `colony-eval`.
+
+If even this supervised copy of `greedy` scores well under 0.5 against it, no self-play recipe
+with the same network and budget can be expected to do better through its policy alone.
+docs/zero.md ("One CPU-hour from scratch") has the runs of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env.agents.greedy import TIE_TOLERANCE, GreedyAgent
+from colony_env.constants import I_TO_MOVE, N_CELLS
+from colony_env.frame import to_frame
+from colony_env.observation import OBS_CHANNELS
+from colony_training.agents import PolicyAgent
+from colony_training.checkpoint import save_checkpoint
+from colony_training.eval.evaluate import evaluate
+from colony_training.model import PolicyValueNet
+from colony_training.zero.config import ZeroConfig
+from colony_training.zero.fit import fit
+from colony_training.zero.selfplay import GameData
+
+FIT_CHUNK = 200  # steps between progress lines
+
+
+def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.random.Generator) -> GameData:
+    """Positions of `games` games of greedy play (eps-random), each labelled with greedy's best set."""
+    greedy = GreedyAgent()
+    states, ids, probs, offsets = [], [], [], [0]
+    for _ in range(games):
+        state = ce.new_game(int(rng.integers(2**31)), max_plies=max_plies)
+        while not state.is_over:
+            legal, scores = greedy.scores(state)
+            best = scores >= scores.max() - TIE_TOLERANCE
+            packed = state.to_array()
+            transposed = int(packed[I_TO_MOVE]) == 1  # blue sees the transposed board (canonical frame)
+            states.append(packed)
+            ids.append(np.array([to_frame(int(a), transposed) for a in legal], np.int16))
+            probs.append((best / best.sum()).astype(np.float32))
+            offsets.append(offsets[-1] + len(legal))
+            if rng.random() < eps:
+                action = int(legal[rng.integers(len(legal))])
+            else:
+                tied = np.flatnonzero(best)
+                action = int(legal[tied[rng.integers(len(tied))]])
+            state = ce.apply_action(state, action)
+    n = len(states)
+    zeros = np.zeros(n, np.float32)
+    return GameData(states=np.stack(states).astype(np.int32), target_ids=np.concatenate(ids),
+                    target_probs=np.concatenate(probs), offsets=np.array(offsets, np.int64), outcome=zeros,
+                    root_value=zeros, game_lengths=np.zeros(1, np.int32), game_reasons=np.zeros(1, np.int8),
+                    game_winners=np.zeros(1, np.int8), ownership=np.zeros((n, N_CELLS), np.int8),
+                    rollout_value=zeros, full_search=np.ones(n, np.uint8))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shape", default="32x2", help="trunk CHANNELSxBLOCKS (target features on, as colony-zero's)")
+    ap.add_argument("--games", type=int, default=1500, help="games of greedy play to label")
+    ap.add_argument("--eps", type=float, default=0.3, help="share of random moves in those games")
+    ap.add_argument("--max-plies", type=int, default=150, help="ply limit of those games (R6.2.4)")
+    ap.add_argument("--minutes", type=float, default=12.0, help="CPU minutes of fitting (with --steps: whichever ends first)")
+    ap.add_argument("--steps", type=int, default=0, help="fitting steps (0: no limit but --minutes)")
+    ap.add_argument("--learning-rate", type=float, default=2e-3)
+    ap.add_argument("--eval-games", type=int, default=200, help="policy-alone games against greedy (even)")
+    ap.add_argument("--eval-seed", type=int, default=9101)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the games, the batches and the weights")
+    ap.add_argument("--out", type=Path, required=True, help="folder for imitation.pt")
+    args = ap.parse_args()
+    try:
+        channels, blocks = (int(x) for x in args.shape.lower().split("x"))
+    except ValueError:
+        ap.error(f"--shape takes CHANNELSxBLOCKS such as 32x2, got {args.shape!r}")
+    if args.eval_games < 2 or args.eval_games % 2:
+        ap.error("--eval-games takes an even number >= 2 (each setup is played with both colours)")
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    t0 = time.process_time()
+    data = greedy_labelled_positions(args.games, args.eps, args.max_plies, rng)
+    print(f"{data.n_positions} labelled positions from {args.games} games in {time.process_time() - t0:.0f} CPU s", flush=True)
+    model = PolicyValueNet(OBS_CHANNELS, channels, blocks, target_features=True)
+    cfg = ZeroConfig(batch_size=256, learning_rate=args.learning_rate, value_loss_coef=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    t1, steps = time.process_time(), 0
+    while time.process_time() - t1 < args.minutes * 60 and (not args.steps or steps < args.steps):
+        chunk = FIT_CHUNK if not args.steps else min(FIT_CHUNK, args.steps - steps)
+        losses = fit(model, opt, data, chunk, cfg, rng, torch.device("cpu"))
+        steps += chunk
+        print(f"step {steps} ({steps * cfg.batch_size / data.n_positions:.1f} epochs, {time.process_time() - t1:.0f} CPU s): "
+              f"policy loss {losses['policy_loss']:.3f}, target entropy {losses['target_entropy']:.3f}", flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = save_checkpoint(args.out / "imitation.pt", model, cfg.to_dict(),
+                           {"probe": "greedy_imitation", "shape": args.shape, "games": args.games, "steps": steps})
+    pair = evaluate([PolicyAgent(model.eval(), name=f"imitation {args.shape}"), "greedy"], games=args.eval_games,
+                    seed=args.eval_seed, workers=1, schedule="gauntlet", progress=False).pairs[0]
+    print(f"imitation {args.shape} ({steps} steps) against greedy: {pair.wins} / {pair.draws} / {pair.losses}, "
+          f"score {pair.score:.3f}; wrote {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
