@@ -32,6 +32,7 @@ from colony_env.constants import I_TO_MOVE, N_CELLS
 from colony_env.frame import to_frame
 from colony_env.observation import OBS_CHANNELS
 from colony_training.agents import PolicyAgent
+from colony_training.bench_zero import parse_shape
 from colony_training.checkpoint import save_checkpoint
 from colony_training.eval.evaluate import evaluate
 from colony_training.model import PolicyValueNet
@@ -87,9 +88,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="folder for imitation.pt")
     args = ap.parse_args()
     try:
-        channels, blocks = (int(x) for x in args.shape.lower().split("x"))
-    except ValueError:
-        ap.error(f"--shape takes CHANNELSxBLOCKS such as 32x2, got {args.shape!r}")
+        channels, blocks = parse_shape(args.shape)
+    except ValueError as e:
+        ap.error(str(e))
+    if args.games < 1 or args.max_plies < 1 or args.steps < 0 or not args.minutes > 0 or not 0.0 <= args.eps <= 1.0:
+        ap.error("--games and --max-plies take integers >= 1, --steps >= 0, --minutes > 0, --eps a share in [0, 1]")
     if args.eval_games < 2 or args.eval_games % 2:
         ap.error("--eval-games takes an even number >= 2 (each setup is played with both colours)")
     torch.set_num_threads(1)

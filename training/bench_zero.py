@@ -126,6 +126,14 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
 
 
+def parse_shape(text: str) -> tuple[int, int]:
+    """(channels, blocks) of a trunk shape written CHANNELSxBLOCKS, e.g. "48x4"; ValueError in one line otherwise."""
+    c, x, b = text.lower().partition("x")
+    if not (x and c.isdigit() and b.isdigit() and int(c) >= 1 and int(b) >= 1):
+        raise ValueError(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4; got {text!r}")
+    return int(c), int(b)
+
+
 def bf16_copy(model: PolicyValueNet) -> PolicyValueNet:
     """The same network with its convolutions in bfloat16 under autocast (PPO's `precision: bf16`), in eval mode."""
     copy = model.blank_copy()
@@ -237,10 +245,11 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{key} must be >= 1")
     shapes = {}
     for text in args.shape:
-        c, x, b = text.lower().partition("x")
-        if not (x and c.isdigit() and b.isdigit() and int(c) >= 1 and int(b) >= 1):
-            p.error(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4; got {text!r}")
-        shapes[f"shape {int(c)}x{int(b)}"] = (int(c), int(b))
+        try:
+            c, b = parse_shape(text)
+        except ValueError as e:
+            p.error(str(e))
+        shapes[f"shape {c}x{b}"] = (c, b)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} "
