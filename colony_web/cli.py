@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from colony_training.cli import INTERRUPTED_STATUS, console_script, missing_extra
+from colony_training.cli import INTERRUPTED_STATUS, console_script, missing_extra, report_error
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -157,8 +157,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         config = _config(args)
     except CliError as e:
-        print(f"colony-web: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-web", str(e))
     from .app import create_app
 
     if not is_loopback(args.host):

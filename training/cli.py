@@ -63,9 +63,19 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
     return wrapper
 
 
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines (and a terminal) breaks a line at
+_ESCAPE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in LINE_BREAKS})
+
+
+def one_line(message: str) -> str:
+    """`message` with every line break escaped (`\\n`, `\\x1e`, ...): text quoted from a user's file
+    or option may hold them, and an error must stay one line."""
+    return message.translate(_ESCAPE_BREAKS)
+
+
 def report_error(prog: str, message: str) -> int:
-    """Say `prog: error: message` on stderr, one line, and return the exit status of a refused run (2)."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    """Say `prog: error: message` on stderr, one line (`one_line`), and return the exit status of a refused run (2)."""
+    print(f"{prog}: error: {one_line(message)}", file=sys.stderr)
     return 2
 
 

@@ -36,3 +36,14 @@ def test_openspiel_module_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> No
     with pytest.raises(ImportError) as err:
         import colony_env.openspiel  # noqa: F401
     assert 'pip install "colony-rl[openspiel]"' in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("brk", list("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"))
+def test_report_error_keeps_a_quoted_line_break_on_its_one_line(capsys, brk):
+    """A message quoting a user's text (a record field, a path) stays one `prog: error:` line."""
+    from colony_training.cli import report_error
+
+    assert report_error("colony-replay", f"the record says {brk} by ply_limit") == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("colony-replay: error: the record says \\")
+    assert repr(brk)[1:-1] in err  # shown escaped, so the reader sees what the file held

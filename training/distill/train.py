@@ -51,7 +51,7 @@ from colony_env.engine import _wrap
 from ..augment import AUG_SYMS, augment
 from ..agents import load_search_agent
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import console_script, terminate_workers
+from ..cli import console_script, report_error, terminate_workers
 from ..config import ConfigError, config_help
 from ..model import masked_log_probs
 from ..runlog import RunDir, RunDirBusy, new_run_dir
@@ -392,8 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["fit_seconds"] = round(time.time() - t1, 1)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     except (DistillError, ConfigError, CheckpointError, RunDirBusy) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return report_error(PROG, str(e))
     print(f"wrote {out / 'distilled.pt'}: validation cross-entropy {summary['val_ce_before']:.4f} -> "
           f"{summary['val_ce_after']:.4f}, agreement with the search {summary['val_agree_before']:.3f} -> "
           f"{summary['val_agree_after']:.3f} (best epoch {summary['best_epoch']})")

@@ -270,7 +270,8 @@ def rate_from_pairs(path: str | Path) -> list[tuple[str, float, float, float]]:
 def main(argv: list[str] | None = None) -> int:
     """`python -m colony_training.eval.elo OUT_DIR`: the Elo of a colony-eval run's agents on the fixed ladder."""
     import argparse
-    import sys
+
+    from ..cli import report_error
 
     p = argparse.ArgumentParser(prog="python -m colony_training.eval.elo",
                                 description="Rate the agents of a colony-eval run (its --out folder or pairs.csv) "
@@ -281,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rated = rate_from_pairs(args.pairs)
     except ValueError as e:
-        print(f"{p.prog}: error: {e}", file=sys.stderr)
-        return 2
+        return report_error(p.prog, str(e))
     held = ", ".join(f"{k} {v:+.0f}" for k, v in LADDER_ELO.items())
     print(f"Elo on the fixed ladder ({held}; 95% intervals from these games alone)")
     for name, elo, ci, games in rated:

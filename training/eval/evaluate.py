@@ -48,7 +48,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..config import SEED_MAX
 from ..runlog import (LOCK_FILE, RunDirBusy, atomic_write_bytes, atomic_write_text, lock_run_dir, output_dir_problem,
                       unlock_run_dir)
@@ -803,8 +803,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in reversed(made):  # a fresh run that fails leaves nothing behind (a resumed one is kept)
             with contextlib.suppress(OSError):
                 path.rmdir() if path.is_dir() else path.unlink(missing_ok=True)
-        print(f"colony-eval: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-eval", str(e))
     except KeyboardInterrupt:
         if out is None or journal is None:
             print("\ncolony-eval: interrupted", file=sys.stderr)

@@ -27,7 +27,7 @@ import colony_env as ce
 from colony_env.agents import Agent
 from colony_env.constants import DEFAULT_MAX_PLIES, MAX_PLIES_LIMIT, PASS_ACTION
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..config import SEED_MAX
 from ..runlog import output_file_problem
 from . import agent_specs
@@ -229,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             raise AgentSpecError(f"--record: {problem}")
         agent = make_agent(args.agent)
     except AgentSpecError as e:
-        print(f"colony-play: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-play", str(e))
     colour = args.colour
     if colour == "random":
         colour = ("red", "blue")[int(np.random.default_rng(args.seed).integers(2))]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 
 # (metrics.csv columns, panel title, y label); one panel may hold several series
 PANELS: tuple[tuple[tuple[str, ...], str, str], ...] = (
@@ -191,8 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in plot_run(args.run_dir):
             print(path)
     except PlotError as e:
-        print(f"colony-plot: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-plot", str(e))
     return 0
 
 

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 import colony_env as ce
 from colony_env.render import describe_result, render_rgb
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 
 RECORD_FORMAT = "colony-game-record"
 RECORD_VERSION = 1
@@ -378,8 +378,7 @@ def replay_main(argv: list[str] | None = None) -> int:
         print(f"result after {len(rec.actions)} plies: {words}")
         return 0
     except RecordError as e:
-        print(f"colony-replay: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-replay", str(e))
     except (KeyboardInterrupt, EOFError):
         print()
         return 130

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 
 
 @console_script
@@ -41,8 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = load_config(args.config, overrides)
         device = resolve_device(cfg.device)
     except ConfigError as e:
-        print(f"bench_train: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("bench_train", str(e))
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
     model, opt = new_learner(cfg, device)

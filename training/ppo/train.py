@@ -50,7 +50,7 @@ from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..config import ConfigError, config_help, resolve_device, resolve_precision
 from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
@@ -641,8 +641,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; use --resume to continue it")
             out = train(cfg, run_dir=run_dir, resume=False, progress=not args.no_progress)
     except (ConfigError, CheckpointError, RunDirBusy) as e:
-        print(f"colony-train: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-train", str(e))
     except MemoryError:
         print("colony-train: error: out of memory while setting up or running the run; lower num_envs, rollout_steps, "
               "channels or blocks", file=sys.stderr)

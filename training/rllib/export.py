@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint import CheckpointError, save_checkpoint
-from ..cli import console_script
+from ..cli import console_script, report_error
 
 MODULE_DIR = Path("learner_group") / "learner" / "rl_module"  # as colony_training.rllib.selfplay.MODULE_DIR (no ray needed here)
 
@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = export_rllib_checkpoint(args.checkpoint, args.out, args.module)
     except CheckpointError as e:
-        print(f"colony-rllib-export: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-rllib-export", str(e))
     print(f"exported {args.module} -> {path}  (use it as checkpoint:{path})")
     return 0
 

@@ -41,7 +41,7 @@ from colony_env.rllib import ENV_NAME
 
 from .. import config as config_lib
 from ..checkpoint import CheckpointError, save_checkpoint
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..config import ConfigError
 from ..runlog import RunDir, RunDirBusy, atomic_write_text, new_run_dir
 from .config import RESUME_KEYS, RllibConfig, load_config
@@ -396,8 +396,7 @@ def main(argv: list[str] | None = None) -> int:
                                   f"{str(run_dir)!r} or choose a new directory")
         out = train(cfg, run_dir=run_dir, progress=not args.no_progress, resume=bool(args.resume))
     except (ConfigError, CheckpointError, ClusterError, RunDirBusy) as e:
-        print(f"colony-train-rllib: error: {e}", file=sys.stderr)
-        return 2
+        return report_error("colony-train-rllib", str(e))
     except KeyboardInterrupt:
         print("colony-train-rllib: interrupted; continue with colony-train-rllib --resume RUN_DIR (checkpoints saved so "
               "far are in RUN_DIR/rllib, the newest exported to RUN_DIR/checkpoints/latest.pt)", file=sys.stderr)

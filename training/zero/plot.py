@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ..cli import console_script
+from ..cli import console_script, report_error
 from ..eval.elo import LADDER_ELO, PairTally, ladder_rating, score_interval
 
 PROG = "python -m colony_training.zero.plot"
@@ -122,8 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = plot_runs([Path(r) for r in args.runs], Path(args.out), args.label, args.offset)
     except (FileNotFoundError, KeyError, ValueError) as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return 2
+        return report_error(PROG, str(e))
     print(path)
     return 0
 
