@@ -39,7 +39,7 @@ from .checkpoint import load_model
 from .cli import console_script
 from .model import PolicyValueNet
 
-MODELS = {"zero quickstart (32x2)": (32, 2), "zero shipped (64x4)": (64, 4)}
+MODELS = {"zero quickstart (32x2)": (32, 2, False), "zero shipped (64x4)": (64, 4, False)}
 WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)
 
 
@@ -126,12 +126,15 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
 
 
-def parse_shape(text: str) -> tuple[int, int]:
-    """(channels, blocks) of a trunk shape written CHANNELSxBLOCKS, e.g. "48x4"; ValueError in one line otherwise."""
+def parse_shape(text: str) -> tuple[int, int, bool]:
+    """(channels, blocks, global pooling) of a trunk shape written CHANNELSxBLOCKS, e.g. "48x4", with a "g"
+    after it for KataGo's global pooling in every block ("32x2g"); ValueError in one line otherwise."""
     c, x, b = text.lower().partition("x")
+    pool = b.endswith("g")
+    b = b[:-1] if pool else b
     if not (x and c.isdigit() and b.isdigit() and int(c) >= 1 and int(b) >= 1):
-        raise ValueError(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4; got {text!r}")
-    return int(c), int(b)
+        raise ValueError(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4 (48x4g: with global pooling); got {text!r}")
+    return int(c), int(b), pool
 
 
 def bf16_copy(model: PolicyValueNet) -> PolicyValueNet:
@@ -236,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plies-per-game", type=float, default=220.0, help="mean self-play game length for games/hour")
     p.add_argument("--checkpoint", action="append", default=[], help="also time this checkpoint's network")
     p.add_argument("--shape", action="append", default=[], metavar="CxB",
-                   help="also time a random network of C channels and B residual blocks, e.g. 48x4")
+                   help="also time a random network of C channels and B residual blocks, e.g. 48x4 (48x4g: with global pooling)")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
@@ -246,16 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     shapes = {}
     for text in args.shape:
         try:
-            c, b = parse_shape(text)
+            c, b, pool = parse_shape(text)
         except ValueError as e:
             p.error(str(e))
-        shapes[f"shape {c}x{b}"] = (c, b)
+        shapes[f"shape {c}x{b}{'g' if pool else ''}"] = (c, b, pool)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} cores")
-    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True).eval()
-              for name, (c, b) in {**MODELS, **shapes}.items()}
+    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True, global_pool=pool).eval()
+              for name, (c, b, pool) in {**MODELS, **shapes}.items()}
     for path in args.checkpoint:
         models[f"checkpoint {path}"] = load_model(path)[0]
     for name, model in models.items():

@@ -7,7 +7,7 @@ stranger cannot run code on load. It holds
     format / format_version   what this file is (CHECKPOINT_FORMAT, CHECKPOINT_VERSION)
     observation               the plane names of the observation encoder it was trained on
     num_actions               the action space size (R8: 16001)
-    architecture              {in_channels, channels, blocks} to rebuild PolicyValueNet
+    architecture              {in_channels, channels, blocks, and the on/off parts} to rebuild PolicyValueNet
     model                     the network's state_dict
     config                    the run's TrainConfig as a dict
     meta                      training metadata (steps, iteration, wall time, hardware, ...)
@@ -39,7 +39,7 @@ import torch
 import colony_env as ce
 from colony_env import observation
 
-from .model import PolicyValueNet
+from .model import ARCHITECTURE_FLAGS, PolicyValueNet
 from .runlog import is_file
 
 CHECKPOINT_FORMAT = "colony-ppo-checkpoint"
@@ -197,8 +197,8 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 _ARCH_INTS = ("in_channels", "channels", "blocks")
 
 
-def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[int, int, int, bool, bool, bool]:
-    """PolicyValueNet's arguments from a checkpoint's `architecture`, bounded by the stored tensors.
+def _checked_architecture(arch: dict[str, Any], stored: dict[str, Any]) -> dict[str, int]:
+    """A checkpoint's `architecture` with its sizes checked and bounded by the stored tensors.
 
     No declared size may exceed what the file holds (a block has tensors of its own, a channel
     count is some tensor's dimension), so even the shape-only network built next stays small.
@@ -213,8 +213,7 @@ def _architecture_args(arch: dict[str, Any], stored: dict[str, Any]) -> tuple[in
             f"checkpoint architecture {str(arch)[:120]} does not match its weights: they hold {len(stored)} tensors "
             f"of at most {largest_dim} channels"
         )
-    return (in_channels, channels, blocks, bool(arch.get("heuristic_prior", 0)), bool(arch.get("target_features", 0)),
-            bool(arch.get("ownership_head", 0)))
+    return {**dict(zip(_ARCH_INTS, values)), **{flag: int(bool(arch.get(flag, 0))) for flag in ARCHITECTURE_FLAGS}}
 
 
 def build_model(data: dict[str, Any]) -> PolicyValueNet:
@@ -226,14 +225,14 @@ def build_model(data: dict[str, Any]) -> PolicyValueNet:
     arch, stored = data["architecture"], data["model"]
     if not isinstance(arch, dict) or not isinstance(stored, dict):
         raise CheckpointError("checkpoint fields 'architecture' and 'model' must be dicts")
-    args = _architecture_args(arch, stored)
+    checked = _checked_architecture(arch, stored)
     with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in PolicyValueNet(*args).state_dict().items()}
+        expected = {k: tuple(v.shape) for k, v in PolicyValueNet.from_architecture(checked).state_dict().items()}
     got = {k: tuple(v.shape) for k, v in stored.items() if isinstance(v, torch.Tensor)}
     if got != expected:
         diff = sorted(set(expected) ^ set(got)) or [k for k in expected if expected[k] != got[k]]
         raise CheckpointError(f"checkpoint weights do not match its architecture {str(arch)[:120]}: first difference at {diff[0]!r}")
-    model = PolicyValueNet(*args)
+    model = PolicyValueNet.from_architecture(checked)
     try:
         model.load_state_dict(stored)
     except (KeyError, TypeError, RuntimeError) as e:

@@ -50,17 +50,29 @@ CELLS = BOARD_SIZE * BOARD_SIZE
 
 
 class ResidualBlock(nn.Module):
-    """conv-relu-conv plus skip; the second conv starts at zero so a fresh block is the identity."""
+    """conv-relu-conv plus skip; the second conv starts at zero so a fresh block is the identity.
 
-    def __init__(self, channels: int) -> None:
+    With `global_pool`, KataGo's global pooling bias: the mean and the max of the first conv's
+    activations over the whole board, through a linear layer, are added to every cell's channels
+    before the second conv, so each block sees the board-wide picture (e.g. how many colonies each
+    side controls, R7) and not only its 3x3 neighbourhood. It costs one [2C x C] product per
+    position per block, next to two [9C x C] convolutions at each of the 100 cells.
+    """
+
+    def __init__(self, channels: int, global_pool: bool = False) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
         self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.pool_fc = nn.Linear(2 * channels, channels) if global_pool else None
         nn.init.zeros_(self.conv2.weight)
         nn.init.zeros_(self.conv2.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+        h = F.relu(self.conv1(x))
+        if self.pool_fc is not None:
+            pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
+            h = F.relu(h + self.pool_fc(pooled)[:, :, None, None])
+        return F.relu(x + self.conv2(h))
 
 
 class PolicyValueNet(nn.Module):
@@ -74,7 +86,7 @@ class PolicyValueNet(nn.Module):
     """
 
     def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False,
-                 target_features: bool = False, ownership_head: bool = False) -> None:
+                 target_features: bool = False, ownership_head: bool = False, global_pool: bool = False) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.channels = channels
@@ -82,6 +94,7 @@ class PolicyValueNet(nn.Module):
         self.heuristic_prior = heuristic_prior
         self.target_features = target_features
         self.ownership_head = ownership_head
+        self.global_pool = global_pool
         # Whether the convolutions run in bfloat16 under autocast (the weights, the heads and every loss
         # stay float32): PPO's `precision` (training/config.py `resolve_precision`). Not part of the
         # architecture: a checkpoint holds float32 weights either way.
@@ -97,7 +110,7 @@ class PolicyValueNet(nn.Module):
         # Weight of the per-action heuristic feature added to the logits (training/teacher.py).
         self.prior_weight = nn.Parameter(torch.ones(())) if heuristic_prior else None
         self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
-        self.trunk = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
+        self.trunk = nn.Sequential(*(ResidualBlock(channels, global_pool) for _ in range(blocks)))
         self.policy_conv = nn.Conv2d(channels, channels, 3, padding=1)
         self.policy_planes = nn.Conv2d(channels, POLICY_PLANES, 1)
         self.pass_head = nn.Linear(channels, 1)
@@ -215,14 +228,23 @@ class PolicyValueNet(nn.Module):
         """What is needed to rebuild this network (stored in checkpoints)."""
         return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
                 "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features),
-                "ownership_head": int(self.ownership_head)}
+                "ownership_head": int(self.ownership_head), "global_pool": int(self.global_pool)}
+
+    @classmethod
+    def from_architecture(cls, arch: dict[str, int]) -> "PolicyValueNet":
+        """A fresh network of the architecture `architecture()` returned (flags absent = off, as in older files)."""
+        return cls(int(arch["in_channels"]), int(arch["channels"]), int(arch["blocks"]),
+                   **{flag: bool(arch.get(flag, 0)) for flag in ARCHITECTURE_FLAGS})
 
     def blank_copy(self) -> "PolicyValueNet":
         """A new network of the same architecture and precision (fresh weights), e.g. for a pool opponent."""
-        copy = PolicyValueNet(self.in_channels, self.channels, self.blocks, self.heuristic_prior, self.target_features,
-                              self.ownership_head)
+        copy = PolicyValueNet.from_architecture(self.architecture())
         copy.bf16_trunk = self.bf16_trunk
         return copy
+
+
+ARCHITECTURE_FLAGS = ("heuristic_prior", "target_features", "ownership_head", "global_pool")
+"""PolicyValueNet's on/off parts, as stored in a checkpoint's `architecture` (0 or 1 each)."""
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly

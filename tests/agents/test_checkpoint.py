@@ -156,6 +156,27 @@ def test_target_features_round_trip_and_older_checkpoints_still_load(tmp_path: P
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
 
 
+def test_global_pool_round_trips_and_files_without_the_flag_load_without_it(tmp_path: Path) -> None:
+    """A net with global pooling round-trips (weights and flag); a file written before the flag existed
+    loads as a net without it; a file whose flag disagrees with its weights is refused in one line."""
+    torch.manual_seed(0)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=2, global_pool=True)
+    path = save_checkpoint(tmp_path / "g.pt", net, {}, {"global_step": 1})
+    loaded, data = load_model(path)
+    assert loaded.global_pool and data["architecture"]["global_pool"] == 1
+    assert torch.equal(loaded.trunk[1].pool_fc.weight, net.trunk[1].pool_fc.weight)
+    plain = save_checkpoint(tmp_path / "old.pt", PolicyValueNet(observation.OBS_CHANNELS, 8, 1), {}, {"global_step": 1})
+    data = torch.load(plain, weights_only=True)
+    del data["architecture"]["global_pool"]  # as written before the option existed
+    torch.save(data, plain)
+    assert not load_model(plain)[0].global_pool
+    data = torch.load(path, weights_only=True)
+    data["architecture"]["global_pool"] = 0  # the weights still hold the pooling layers
+    torch.save(data, tmp_path / "lie.pt")
+    with pytest.raises(CheckpointError, match="do not match its architecture"):
+        load_model(tmp_path / "lie.pt")
+
+
 def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
     """Written through mkstemp (0600) but readable like any file this process creates (0666 - umask)."""
     plain = tmp_path / "plain"

@@ -127,9 +127,9 @@ def test_a_shape_bomb_is_refused_before_building_the_network(tmp_path: Path, mon
     built: list[tuple[str, tuple]] = []
 
     class Spy(PolicyValueNet):
-        def __init__(self, *args: object) -> None:
+        def __init__(self, *args: object, **flags: bool) -> None:
             built.append((str(torch.empty(0).device), args))  # the device a new tensor would land on
-            super().__init__(*args)
+            super().__init__(*args, **flags)
 
     monkeypatch.setattr(ck, "PolicyValueNet", Spy)
     data = _saved_dict(tmp_path)

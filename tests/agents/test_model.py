@@ -209,6 +209,29 @@ def test_target_features_change_logits_only_when_enabled() -> None:
     assert withit.architecture()["target_features"] == 1 and plain.architecture()["target_features"] == 0
 
 
+def test_global_pooling_lets_every_cell_see_the_whole_board() -> None:
+    """KataGo's global pooling bias (`global_pool`): without it a corner cell's logits ignore the far
+    corner (the receptive field of one block is 4 cells); with it they change when the far corner does."""
+    far_cell_moves = []
+    for pool in (False, True):
+        torch.manual_seed(1)
+        model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, global_pool=pool)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+        assert ("trunk.0.pool_fc.weight" in model.state_dict()) == pool
+        assert model.architecture()["global_pool"] == int(pool)
+        assert model.blank_copy().architecture() == model.architecture()
+        obs = _obs(1, seed=4)
+        changed = obs.clone()
+        changed[0, :, 9, 9] = 1.0 - changed[0, :, 9, 9]  # only the far corner (row 9, column 9) differs
+        with torch.no_grad():
+            before, after = model.full_logits(obs)[0][0, :160], model.full_logits(changed)[0][0, :160]  # cell (0, 0)
+        far_cell_moves.append(float((after - before).abs().max()))
+    assert far_cell_moves[0] == 0.0
+    assert far_cell_moves[1] > 1e-4
+
+
 @pytest.mark.parametrize("which", ["net", "target_net"])
 def test_packed_valid_logits_and_gradients_equal_padded(which: str, request: pytest.FixtureRequest) -> None:
     """`valid` (training's packed path) gives the same logits at the legal slots and the same gradients."""

@@ -256,8 +256,7 @@ def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], bf16: bool, seed: in
 
         torch.set_num_threads(cfg.torch_threads)
         cpu = torch.device("cpu")
-        model = PolicyValueNet(arch["in_channels"], arch["channels"], arch["blocks"], bool(arch["heuristic_prior"]),
-                               bool(arch["target_features"]), bool(arch.get("ownership_head", 0)))
+        model = PolicyValueNet.from_architecture(arch)
         model.bf16_trunk = bf16  # the parent's precision: both halves of a minibatch computed alike
         play = SelfPlay(cfg, model, cpu, seed=seed, num_envs=num_envs)
         pool = OpponentPool(cfg.pool_size)

@@ -46,6 +46,11 @@ class ZeroConfig(Config):
         True,
         "An auxiliary head fitted to who controls each cell's colony at the end (a new network only).",
     )
+    global_pool: bool = key(
+        False,
+        "KataGo's global pooling bias in every residual block: the board-wide mean and max of its activations "
+        "added to every cell (training/model.py; a new network only).",
+    )
     init_from: str = key(
         "",
         'Start from this checkpoint\'s weights (any colony checkpoint; its architecture wins); "" = random weights.',
