@@ -119,14 +119,15 @@ class NetworkEvaluator:
     measured side by side with `python -m colony_training.bench_zero`, that makes a batch of 64 leaves
     about 1.3x faster for the quickstart network and leaves a single leaf as fast as before
     (docs/zero.md). The trace is a snapshot of the weights: build a new evaluator after the
-    network changes. `trace=False`, a network with the heuristic input or bf16 convolutions, or a GPU
-    keeps eager mode.
+    network changes. `trace=False`, a network with the heuristic input, bf16 convolutions or an int8
+    trunk (as fast eagerly), or a GPU keeps eager mode.
     """
 
     def __init__(self, model: PolicyValueNet, device: torch.device | str = "cpu", trace: bool = True) -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
-        self._trace = trace and self.device.type == "cpu" and not model.heuristic_prior and not model.bf16_trunk
+        self._trace = (trace and self.device.type == "cpu" and not model.heuristic_prior and not model.bf16_trunk
+                       and not model.int8_body)
         self._traced: torch.jit.ScriptModule | None = None
 
     def _forward(self, obs_t: torch.Tensor, ids_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,11 +160,15 @@ class NetworkEvaluator:
 
 def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
                   max_considered: int | None = None, gumbel_scale: float | None = None,
-                  rollout_mix: float = 0.0, name: str | None = None, bf16: bool = False) -> AZAgent:
+                  rollout_mix: float = 0.0, name: str | None = None, bf16: bool = False, int8: bool = False) -> AZAgent:
     """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node);
     `bf16`: its convolutions in bfloat16 under autocast (PPO's `precision: bf16`; fast where the CPU has
-    bf16 instructions, emulated and slow where it has not)."""
+    bf16 instructions, emulated and slow where it has not); `int8`: its stem and trunk quantized to int8
+    (`quantize.int8_copy`; the heads stay float32)."""
     model, _ = load_model(path)
+    if int8:
+        from .quantize import int8_copy
+        model = int8_copy(model)
     model.bf16_trunk = bf16
     options: dict[str, object] = {"simulations": simulations, "root": root}
     if c_puct is not None:

@@ -11,9 +11,9 @@ Prints, for each network (the zero quickstart model, the zero shipped model, and
   games/hour = moves/s * 3600 / `--plies-per-game`, the mean game length of self-play);
 
 then the options that could make the forward pass cheaper (torch threads, channels_last,
-a frozen TorchScript trace, bf16 convolutions, torch.compile), each timed on the same batch. For
-each `--checkpoint`, what bf16 convolutions change in a trained network's answers: how often its
-most likely move stays the same and how far its values move, with both evaluators' speed.
+a frozen TorchScript trace, bf16 convolutions, int8 trunk, torch.compile), each timed on the same batch. For
+each `--checkpoint`, what bf16 convolutions and an int8 trunk change in a trained network's answers: how often its
+most likely move stays the same and how far its values move, with each evaluator's speed.
 `--shape CxB` adds a randomly initialised network of C channels and B blocks to the timings (trunk
 shapes compared at equal footing). Medians over `--repeats` runs, measured side by side in one
 process; the load of the machine is printed with them.
@@ -38,6 +38,7 @@ from .agents import NetworkEvaluator
 from .checkpoint import load_model
 from .cli import console_script
 from .model import PolicyValueNet
+from .quantize import int8_copy
 
 MODELS = {"zero quickstart (32x2)": (32, 2, False), "zero shipped (64x4)": (64, 4, False)}
 WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)
@@ -145,23 +146,27 @@ def bf16_copy(model: PolicyValueNet) -> PolicyValueNet:
     return copy.eval()
 
 
-def bf16_fidelity(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None:
-    """bf16 convolutions against float32 on the same positions (up to 150 random plies into a game): the
-    share of positions whose most likely legal move is unchanged, the values' mean and largest absolute
-    change, and the leaf evaluations per second of both evaluators (float32 as the search runs it)."""
+def fidelity(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None:
+    """bf16 convolutions and an int8 trunk (`quantize.int8_copy`, calibrated on other positions) against
+    float32 on the same positions (up to 150 random plies into a game): the share of positions whose most
+    likely legal move is unchanged, the values' mean and largest absolute change, and the leaf evaluations
+    per second of each evaluator (float32 as the search runs it)."""
     states = positions(max(args.games, 256), args.seed + 2, max_plies=150)
     st, obs, ids, counts = leaf_batch(states)
     evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf16_copy(model))}
+    evs["int8"] = NetworkEvaluator(int8_copy(model))
     out = {k: ev(st, obs, ids, counts) for k, ev in evs.items()}
     valid = np.arange(ids.shape[1])[None, :] < counts[:, None]
     best = {k: np.where(valid, logits, -np.inf).argmax(1) for k, (logits, _) in out.items()}
-    dv = np.abs(out["bf16"][1] - out["float32"][1])
     rates = {k: median_rate(lambda ev=ev: (ev(st, obs, ids, counts), len(states))[1], args.repeats)
              for k, ev in evs.items()}
-    print(f"{name}: bf16 convolutions against float32 on {len(states)} positions: most likely move the same in "
-          f"{(best['bf16'] == best['float32']).mean():.1%}, value change mean {dv.mean():.4f} max {dv.max():.4f}; "
-          f"leaf evals/s float32 {rates['float32']:.0f}, bf16 {rates['bf16']:.0f} "
-          f"({rates['bf16'] / rates['float32']:.2f}x)")
+    for k in evs:
+        if k == "float32":
+            continue
+        dv = np.abs(out[k][1] - out["float32"][1])
+        print(f"{name}: {k} against float32 on {len(states)} positions: most likely move the same in "
+              f"{(best[k] == best['float32']).mean():.1%}, value change mean {dv.mean():.4f} max {dv.max():.4f}; "
+              f"leaf evals/s float32 {rates['float32']:.0f}, {k} {rates[k]:.0f} ({rates[k] / rates['float32']:.2f}x)")
 
 
 def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
@@ -206,6 +211,13 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
             return bf_model(obs_t, ids_t)
 
     variants.append(("bf16 convolutions", bf16))
+    q_model = int8_copy(model)
+
+    def int8() -> object:
+        with torch.inference_mode():
+            return q_model(obs_t, ids_t)
+
+    variants.append(("int8 trunk", int8))
     if not args.no_compile:
         try:
             compiled = torch.compile(model, dynamic=True)
@@ -264,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, model in models.items():
         bench_model(name, model, args)
     for path in args.checkpoint:
-        bf16_fidelity(f"checkpoint {path}", models[f"checkpoint {path}"], args)
+        fidelity(f"checkpoint {path}", models[f"checkpoint {path}"], args)
     print("forward-pass options, zero shipped model:")
     bench_options(models["zero shipped (64x4)"], args)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

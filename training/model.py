@@ -99,6 +99,8 @@ class PolicyValueNet(nn.Module):
         # stay float32): PPO's `precision` (training/config.py `resolve_precision`). Not part of the
         # architecture: a checkpoint holds float32 weights either way.
         self.bf16_trunk = False
+        # Whether `body` is an int8 copy's (training/quantize.py): evaluation only, never trained or saved.
+        self.int8_body = False
         # KataGo's ownership target, here: who controls the colony each cell ends the game in (R7.1), from the
         # mover's view. A dense auxiliary target (100 labels per position instead of one result) for the trunk;
         # play never reads it.
@@ -141,9 +143,13 @@ class PolicyValueNet(nn.Module):
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return p, value, x
 
+    def body(self, obs: torch.Tensor) -> torch.Tensor:
+        """The stem and the residual trunk: [B, C_in, 10, 10] -> [B, C, 10, 10] (an int8 copy replaces it)."""
+        return self.trunk(F.relu(self.stem(obs)))
+
     def _convolutions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(trunk output, value-conv features, policy-conv features): every convolution of the network."""
-        x = self.trunk(F.relu(self.stem(obs)))
+        x = self.body(obs)
         return x, F.relu(self.value_conv(x)), F.relu(self.policy_conv(x))
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,

@@ -271,6 +271,13 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert bf.inner.search.evaluator.model.bf16_trunk and not az.inner.search.evaluator.model.bf16_trunk
     assert all(ce.is_legal(s, m) for s, m in zip(states, bf.act_batch(states, rngs)))
     assert not bf.inner.search.evaluator._trace and bf.name == spec + ":az:6:noise=0:bf16"
+    # `int8`: the stem and trunk quantized (training/quantize.py); legal moves, its own name; not with bf16
+    q = make_agent(spec + ":az:6:noise=0:int8")
+    assert q.inner.search.evaluator.model.int8_body and not az.inner.search.evaluator.model.int8_body
+    assert all(ce.is_legal(s, m) for s, m in zip(states, q.act_batch(states, rngs)))
+    assert not q.inner.search.evaluator._trace and q.name == spec + ":az:6:noise=0:int8"
+    with pytest.raises(AgentSpecError, match="bf16 and int8 exclude each other"):
+        make_agent(spec + ":az:6:bf16:int8")
 
 
 def test_every_console_script_ends_quietly_on_a_closed_pipe():

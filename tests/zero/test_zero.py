@@ -398,8 +398,9 @@ def test_a_path_the_os_cannot_look_up_is_a_one_line_error(path, tmp_path, capsys
         read_checkpoint(path)
 
 
-def test_bench_zero_times_shapes_and_bf16_fidelity(tmp_path, capsys):
-    """`--shape` adds a network to the timings; a checkpoint gets the bf16-against-float32 line; a bad shape is one line."""
+def test_bench_zero_times_shapes_and_bf16_and_int8_fidelity(tmp_path, capsys):
+    """`--shape` adds a network to the timings (with a g: global pooling); a checkpoint gets the bf16- and
+    int8-against-float32 lines; a bad shape is one line."""
     from colony_env import observation
     from colony_training import bench_zero
     from colony_training.checkpoint import save_checkpoint
@@ -408,13 +409,14 @@ def test_bench_zero_times_shapes_and_bf16_fidelity(tmp_path, capsys):
     torch.manual_seed(0)
     path = save_checkpoint(tmp_path / "tiny.pt", PolicyValueNet(observation.OBS_CHANNELS, 8, 1, False, True), {}, {})
     assert bench_zero.main(["--games", "2", "--repeats", "1", "--simulations", "1", "--no-compile",
-                            "--checkpoint", str(path), "--shape", "8x1"]) == 0
+                            "--checkpoint", str(path), "--shape", "8x1", "--shape", "8x1g"]) == 0
     out = capsys.readouterr().out
-    assert "shape 8x1: leaf evals/s batched(2)" in out
-    line = next(x for x in out.splitlines() if "bf16 convolutions against float32 on 256 positions" in x)
-    same = float(line.split("most likely move the same in ")[1].split("%")[0])
-    change = float(line.split("value change mean ")[1].split()[0])
-    assert 50.0 <= same <= 100.0 and 0.0 <= change < 0.1  # bfloat16 keeps about 3 significant digits
+    assert "shape 8x1: leaf evals/s batched(2)" in out and "shape 8x1g: leaf evals/s batched(2)" in out
+    for kind in ("bf16", "int8"):  # bfloat16 keeps about 3 significant digits; int8 about 2
+        line = next(x for x in out.splitlines() if f"{kind} against float32 on 256 positions" in x)
+        same = float(line.split("most likely move the same in ")[1].split("%")[0])
+        change = float(line.split("value change mean ")[1].split()[0])
+        assert 50.0 <= same <= 100.0 and 0.0 <= change < 0.1
     with pytest.raises(SystemExit):
         bench_zero.main(["--shape", "8by1"])
     assert "--shape takes CHANNELSxBLOCKS" in capsys.readouterr().err
