@@ -25,6 +25,7 @@ import argparse
 import os
 import statistics
 import time
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -218,6 +219,15 @@ def bench_options(model: PolicyValueNet, args: argparse.Namespace) -> None:
             return q_model(obs_t, ids_t)
 
     variants.append(("int8 trunk", int8))
+    with warnings.catch_warnings():  # marked deprecated in favour of torchao, which torch does not ship
+        warnings.simplefilter("ignore")
+        dyn_model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)  # a copy
+
+    def int8_dynamic() -> object:  # PyTorch's dynamic quantization converts only the Linear layers
+        with torch.inference_mode():
+            return dyn_model(obs_t, ids_t)
+
+    variants.append(("int8 dynamic (Linear)", int8_dynamic))
     if not args.no_compile:
         try:
             compiled = torch.compile(model, dynamic=True)

@@ -14,6 +14,7 @@ the float32 network's (`bench_zero` prints by how much).
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -28,8 +29,10 @@ CALIBRATION_POSITIONS = 256
 CALIBRATION_SEED = 20261203
 
 
+@lru_cache(maxsize=4)
 def calibration_observations(n: int = CALIBRATION_POSITIONS, seed: int = CALIBRATION_SEED) -> torch.Tensor:
-    """float[n, C, 10, 10]: the mover's observation of `n` positions from uniformly random play (0-150 plies in)."""
+    """float[n, C, 10, 10]: the mover's observation of `n` positions from uniformly random play (0-150 plies in).
+    Computed once per process (a self-play worker quantizes each generation's network); read only."""
     rng = np.random.default_rng(seed)
     obs = []
     while len(obs) < n:

@@ -101,6 +101,37 @@ def test_self_play_records_consistent_positions():
     assert set(np.unique(data.outcome)) <= {-1.0, 0.0, 1.0}
 
 
+def test_selfplay_int8_plays_with_the_int8_copy_in_process_and_in_workers(monkeypatch):
+    """`selfplay_int8`: self-play's searches use `quantize.int8_copy` of the network (in the trainer's own
+    process and in a worker's), the games are ordinary games; the learner's network stays float32."""
+    from colony_training.zero import selfplay
+
+    used = []
+    real = selfplay.play_games
+
+    def spy(evaluator, *args, **kwargs):
+        used.append(evaluator.model.int8_body)
+        return real(evaluator, *args, **kwargs)
+
+    monkeypatch.setattr(selfplay, "play_games", spy)
+    monkeypatch.setattr(zero_train, "play_games", spy)
+    net = tiny_net()
+    cfg = ZeroConfig(channels=8, blocks=1, games_per_generation=2, parallel_games=2, simulations=2, max_considered=2,
+                     max_plies=30, workers=1, selfplay_int8=True)
+    data = zero_train.self_play(net, cfg, 0, None, torch.device("cpu"))
+    weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    worker = selfplay.worker_play(net.architecture(), weights, SearchConfig(simulations=2, max_considered=2), [5], 1,
+                                  30, 0, 1, "cpu", 0.0, 0, None, 1.0, True)
+    plain = selfplay.worker_play(net.architecture(), weights, SearchConfig(simulations=2, max_considered=2), [5], 1,
+                                 30, 0, 1, "cpu")
+    assert used == [True, True, False] and not net.int8_body
+    assert data.game_lengths.size == 2 and worker.n_positions > 0 and plain.n_positions > 0
+    for d in (data, worker):
+        for row in d.states:
+            state = ce.GameState.from_array(row)
+            assert not state.is_over and len(ce.legal_actions(state)) > 0
+
+
 def test_replay_shards_round_trip_and_buffer_resume(tmp_path):
     net = tiny_net()
     parts = [play_games(NetworkEvaluator(net), SearchConfig(simulations=2, max_considered=2), [g], 1, 30,

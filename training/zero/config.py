@@ -38,6 +38,13 @@ class ZeroConfig(Config):
         '"" = self-play in `workers` local processes; HOST:PORT or `auto` = `workers` Ray tasks on that cluster.',
     )
 
+    selfplay_int8: bool = key(
+        False,
+        "Self-play searches with the network's stem and trunk in int8 (training/quantize.py): about 2x the leaf "
+        "evaluations per second of a 64 x 4 network on a CPU, answers close to float32's (docs/zero.md, 'Measured "
+        "choices'); fitting and evaluation stay float32. CPU only: ignored where self-play runs on a GPU.",
+    )
+
     # --- network ---
     channels: int = key(64, "Width of the residual trunk.", at_least(1))
     blocks: int = key(4, "Residual blocks in the trunk.", at_least(1))

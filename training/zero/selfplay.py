@@ -25,6 +25,7 @@ from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, ST
 
 from ..agents import leaf_evaluator
 from ..checkpoint import build_model
+from ..quantize import int8_copy
 
 END_REASON_CODES = {None: 0, **{r: i + 1 for i, r in enumerate(END_REASONS)}}
 
@@ -181,9 +182,12 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
 def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: list[int], parallel: int,
                 max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0,
                 value_rollouts: int = 0, fast_config: SearchConfig | None = None,
-                full_search_prob: float = 1.0) -> GameData:
-    """Entry point of a self-play process: rebuild the network from plain data and play."""
+                full_search_prob: float = 1.0, int8: bool = False) -> GameData:
+    """Entry point of a self-play process: rebuild the network from plain data (its int8 copy with `int8`
+    on the CPU, `quantize.int8_copy`) and play."""
     torch.set_num_threads(threads)
     model = build_model({"architecture": arch, "model": weights})  # the checkpoints' own rebuild
+    if int8 and torch.device(device).type == "cpu":
+        model = int8_copy(model)
     return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1), search_config, seeds, parallel,
                       max_plies, np.random.default_rng(rng_seed), value_rollouts, fast_config, full_search_prob)

@@ -68,6 +68,7 @@ from ..config import (
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet
+from ..quantize import int8_copy
 from ..runlog import RunDir, RunDirBusy, new_run_dir
 from . import resume_point
 from .config import ZeroConfig
@@ -332,14 +333,15 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     rng_seeds = [int(s) for s in np.random.SeedSequence([cfg.seed, generation, 7]).generate_state(cfg.workers)]
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
-        return play_games(leaf_evaluator(model, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
+        player = int8_copy(model) if cfg.selfplay_int8 and device.type == "cpu" else model
+        return play_games(leaf_evaluator(player, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
                           cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts,
                           fast_search_config(cfg), cfg.full_search_prob)
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
                            cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts,
-                           fast_search_config(cfg), cfg.full_search_prob)
+                           fast_search_config(cfg), cfg.full_search_prob, cfg.selfplay_int8)
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
