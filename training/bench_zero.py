@@ -1,7 +1,7 @@
 """Speed of the search-based trainer's hot path: `python -m colony_training.bench_zero`.
 
 Prints, for each network (the zero quickstart model, the zero shipped model, and any
-`--checkpoint`):
+`--checkpoint`, also as its int8 copy, `quantize.int8_copy`):
 
 * leaf evaluations per second, batched (all pending leaves of `--games` searches in one
   forward pass) and one at a time (a forward pass per leaf), and their ratio;
@@ -283,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
               for name, (c, b, pool) in {**MODELS, **shapes}.items()}
     for path in args.checkpoint:
         models[f"checkpoint {path}"] = load_model(path)[0]
+        models[f"checkpoint {path} int8"] = int8_copy(models[f"checkpoint {path}"])  # the search end to end in int8
     for name, model in models.items():
         bench_model(name, model, args)
     for path in args.checkpoint:

@@ -443,6 +443,7 @@ def test_bench_zero_times_shapes_and_bf16_and_int8_fidelity(tmp_path, capsys):
                             "--checkpoint", str(path), "--shape", "8x1", "--shape", "8x1g"]) == 0
     out = capsys.readouterr().out
     assert "shape 8x1: leaf evals/s batched(2)" in out and "shape 8x1g: leaf evals/s batched(2)" in out
+    assert f"checkpoint {path} int8: leaf evals/s batched(2)" in out
     for kind in ("bf16", "int8"):  # bfloat16 keeps about 3 significant digits; int8 about 2
         line = next(x for x in out.splitlines() if f"{kind} against float32 on 256 positions" in x)
         same = float(line.split("most likely move the same in ")[1].split("%")[0])
