@@ -154,16 +154,14 @@ def fidelity(name: str, model: PolicyValueNet, args: argparse.Namespace) -> None
     per second of each evaluator (float32 as the search runs it)."""
     states = positions(max(args.games, 256), args.seed + 2, max_plies=150)
     st, obs, ids, counts = leaf_batch(states)
-    evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf16_copy(model))}
-    evs["int8"] = NetworkEvaluator(int8_copy(model))
+    evs = {"float32": NetworkEvaluator(model), "bf16": NetworkEvaluator(bf16_copy(model)),
+           "int8": NetworkEvaluator(int8_copy(model))}
     out = {k: ev(st, obs, ids, counts) for k, ev in evs.items()}
     valid = np.arange(ids.shape[1])[None, :] < counts[:, None]
     best = {k: np.where(valid, logits, -np.inf).argmax(1) for k, (logits, _) in out.items()}
     rates = {k: median_rate(lambda ev=ev: (ev(st, obs, ids, counts), len(states))[1], args.repeats)
              for k, ev in evs.items()}
-    for k in evs:
-        if k == "float32":
-            continue
+    for k in ("bf16", "int8"):
         dv = np.abs(out[k][1] - out["float32"][1])
         print(f"{name}: {k} against float32 on {len(states)} positions: most likely move the same in "
               f"{(best[k] == best['float32']).mean():.1%}, value change mean {dv.mean():.4f} max {dv.max():.4f}; "
