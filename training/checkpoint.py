@@ -76,7 +76,14 @@ _FILE_MODE = _default_file_mode()
 
 def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, Any], meta: dict[str, Any],
                     extra: dict[str, Any] | None = None) -> Path:
-    """Write a checkpoint atomically; `extra` (optimizer, pool, rng) must also be plain data."""
+    """Write a checkpoint atomically; `extra` (optimizer, pool, rng) must also be plain data.
+
+    An int8 copy (training/quantize.py) is refused: its trunk is not the float32 weights a
+    checkpoint holds, so the file would load as a different network (or not at all).
+    """
+    if model.int8_body:
+        raise CheckpointError(f"not saving {str(path)!r}: this network is an int8 copy for search only; "
+                              "save the float32 network it was made from")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = current_format()

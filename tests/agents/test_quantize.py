@@ -11,7 +11,7 @@ import torch
 from colony_env.observation import OBS_CHANNELS
 from colony_training.agents import NetworkEvaluator
 from colony_training.bench_zero import leaf_batch, positions
-from colony_training.checkpoint import load_model
+from colony_training.checkpoint import CheckpointError, load_model, save_checkpoint
 from colony_training.model import PolicyValueNet
 from colony_training.quantize import calibration_observations, int8_copy
 
@@ -42,3 +42,14 @@ def test_int8_copy_refuses_a_bf16_network() -> None:
     net.bf16_trunk = True
     with pytest.raises(ValueError, match="float32 networks"):
         int8_copy(net, calibration_observations(4))
+
+
+def test_an_int8_copy_is_never_saved_as_a_checkpoint(tmp_path: Path) -> None:
+    """Saving the copy is refused in one line and writes nothing; the float32 network it came from saves."""
+    net = PolicyValueNet(OBS_CHANNELS, 8, 1)
+    q = int8_copy(net, calibration_observations(4))
+    with pytest.raises(CheckpointError, match="int8 copy for search only"):
+        save_checkpoint(tmp_path / "q.pt", q, {}, {})
+    assert list(tmp_path.iterdir()) == []
+    save_checkpoint(tmp_path / "net.pt", net, {}, {})
+    assert load_model(tmp_path / "net.pt")[0].architecture() == net.architecture()
