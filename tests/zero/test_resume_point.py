@@ -204,3 +204,20 @@ def test_a_run_killed_before_logging_its_last_generation_logs_it_once_after_the_
     assert [r["generation"] for r in rows(fresh / "metrics.csv")] == ["0", "1", "2"]
     assert [r["generation"] for r in rows(fresh / "eval.csv")] == ["0", "1", "2"]
     assert rows(fresh / "metrics.csv")[1] == rows(run / "metrics.csv")[1]  # the pending row, as the run had it
+
+
+COMMITTED = sorted((Path(__file__).resolve().parents[2] / "checkpoints" / "resume").glob("*.pt"))
+
+
+@pytest.mark.parametrize("point", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_each_committed_resume_point_rebuilds_its_run(point, tmp_path):
+    """A resume point kept in git (checkpoints/resume/) rebuilds a run directory whose checkpoint,
+    rows and replay sample agree: one metrics row per finished generation, the shard of the last."""
+    data = resume_point.read(point)
+    gen = data["generation"]
+    cfg = resume_point.restore(point, tmp_path / "run")
+    assert cfg.to_dict() == resume_point.config_of(point).to_dict()
+    assert [int(r["generation"]) for r in rows(tmp_path / "run" / "metrics.csv")] == list(range(gen + 1))
+    assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["generation"] == gen
+    info = data["resume_point"]["replay_info"]
+    assert read_shard(shard_path(tmp_path / "run", gen)).n_positions == info["sampled_positions"] > 0
