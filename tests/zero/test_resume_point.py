@@ -15,9 +15,12 @@ import pytest
 import torch
 
 from colony_training.checkpoint import read_checkpoint
+from colony_training.config import load_config
 from colony_training.zero import resume_point
 from colony_training.zero import train as zero_train
+from colony_training.zero.config import ZeroConfig
 from colony_training.zero.replay import ReplayBuffer, read_shard, shard_bytes, shard_path
+from helpers import ROOT
 
 TINY = ["--channels", "8", "--blocks", "1", "--games-per-generation", "8", "--parallel-games", "4",
         "--simulations", "4", "--max-considered", "4", "--workers", "1", "--max-plies", "80", "--eval-games", "2",
@@ -206,17 +209,18 @@ def test_a_run_killed_before_logging_its_last_generation_logs_it_once_after_the_
     assert rows(fresh / "metrics.csv")[1] == rows(run / "metrics.csv")[1]  # the pending row, as the run had it
 
 
-COMMITTED = sorted((Path(__file__).resolve().parents[2] / "checkpoints" / "resume").glob("*.pt"))
+COMMITTED = sorted((ROOT / "checkpoints" / "resume").glob("*.pt"))
 
 
 @pytest.mark.parametrize("point", COMMITTED, ids=[p.name for p in COMMITTED])
 def test_each_committed_resume_point_rebuilds_its_run(point, tmp_path):
-    """A resume point kept in git (checkpoints/resume/) rebuilds a run directory whose checkpoint,
-    rows and replay sample agree: one metrics row per finished generation, the shard of the last."""
+    """A resume point kept in git (checkpoints/resume/) rebuilds a run directory whose config,
+    checkpoint, rows and replay sample agree: the config `--resume` reads back is the point's, one
+    metrics row per finished generation, the shard of the last."""
     data = resume_point.read(point)
     gen = data["generation"]
     cfg = resume_point.restore(point, tmp_path / "run")
-    assert cfg.to_dict() == resume_point.config_of(point).to_dict()
+    assert load_config(tmp_path / "run" / "config.yaml", cls=ZeroConfig).to_dict() == cfg.to_dict()
     assert [int(r["generation"]) for r in rows(tmp_path / "run" / "metrics.csv")] == list(range(gen + 1))
     assert read_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["generation"] == gen
     info = data["resume_point"]["replay_info"]
