@@ -75,7 +75,7 @@ def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.ra
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shape", default="32x2", help="trunk CHANNELSxBLOCKS, e.g. 32x2; letters after it: g global pooling, p the pair policy head (target features on, as colony-zero's)")
+    ap.add_argument("--shape", default="32x2", help="trunk CHANNELSxBLOCKS, e.g. 32x2, or 32x2g with global pooling (target features on, as colony-zero's)")
     ap.add_argument("--games", type=int, default=1500, help="games of greedy play to label")
     ap.add_argument("--eps", type=float, default=0.3, help="share of random moves in those games")
     ap.add_argument("--max-plies", type=int, default=150, help="ply limit of those games (R6.2.4)")
@@ -88,7 +88,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="folder for imitation.pt")
     args = ap.parse_args()
     try:
-        channels, blocks, options = parse_shape(args.shape)
+        channels, blocks, pool = parse_shape(args.shape)
     except ValueError as e:
         ap.error(str(e))
     if args.games < 1 or args.max_plies < 1 or args.steps < 0 or not args.minutes > 0 or not 0.0 <= args.eps <= 1.0:
@@ -101,7 +101,7 @@ def main() -> None:
     t0 = time.process_time()
     data = greedy_labelled_positions(args.games, args.eps, args.max_plies, rng)
     print(f"{data.n_positions} labelled positions from {args.games} games in {time.process_time() - t0:.0f} CPU s", flush=True)
-    model = PolicyValueNet(OBS_CHANNELS, channels, blocks, target_features=True, **options)
+    model = PolicyValueNet(OBS_CHANNELS, channels, blocks, target_features=True, global_pool=pool)
     cfg = ZeroConfig(batch_size=256, learning_rate=args.learning_rate, value_loss_coef=0.0)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     t1, steps = time.process_time(), 0

@@ -41,7 +41,7 @@ from .cli import console_script
 from .model import PolicyValueNet
 from .quantize import int8_copy
 
-MODELS = {"zero quickstart (32x2)": (32, 2, {}), "zero shipped (64x4)": (64, 4, {})}
+MODELS = {"zero quickstart (32x2)": (32, 2, False), "zero shipped (64x4)": (64, 4, False)}
 WARMUP_PLIES = 24  # positions are taken a few random plies into a game (not the opening alone)
 
 
@@ -128,22 +128,15 @@ def bench_model(name: str, model: PolicyValueNet, args: argparse.Namespace) -> N
           f"self-play moves/s {moves:6.1f}   games/hour {moves * 3600 / args.plies_per_game:7.0f}")
 
 
-SHAPE_FLAGS = {"g": "global_pool", "p": "pair_head"}
-"""Letters after a trunk shape and the PolicyValueNet option each turns on."""
-
-
-def parse_shape(text: str) -> tuple[int, int, dict[str, bool]]:
-    """(channels, blocks, options) of a trunk shape written CHANNELSxBLOCKS, e.g. "48x4", with letters after
-    it for options: "g" KataGo's global pooling in every block, "p" the pair policy head ("32x2gp");
-    ValueError in one line otherwise."""
+def parse_shape(text: str) -> tuple[int, int, bool]:
+    """(channels, blocks, global pooling) of a trunk shape written CHANNELSxBLOCKS, e.g. "48x4", with a "g"
+    after it for KataGo's global pooling in every block ("32x2g"); ValueError in one line otherwise."""
     c, x, b = text.lower().partition("x")
-    digits = b.rstrip("".join(SHAPE_FLAGS))
-    letters = b[len(digits):]
-    if not (x and c.isdigit() and digits.isdigit() and int(c) >= 1 and int(digits) >= 1) \
-            or len(set(letters)) != len(letters):
-        raise ValueError(f"--shape takes CHANNELSxBLOCKS with both >= 1 and optional letters g (global pooling), "
-                         f"p (pair policy head), e.g. 48x4 or 32x2gp; got {text!r}")
-    return int(c), int(digits), {name: letter in letters for letter, name in SHAPE_FLAGS.items()}
+    pool = b.endswith("g")
+    b = b[:-1] if pool else b
+    if not (x and c.isdigit() and b.isdigit() and int(c) >= 1 and int(b) >= 1):
+        raise ValueError(f"--shape takes CHANNELSxBLOCKS with both >= 1, e.g. 48x4 (48x4g: with global pooling); got {text!r}")
+    return int(c), int(b), pool
 
 
 def bf16_copy(model: PolicyValueNet) -> PolicyValueNet:
@@ -276,16 +269,16 @@ def main(argv: list[str] | None = None) -> int:
     shapes = {}
     for text in args.shape:
         try:
-            c, b, options = parse_shape(text)
+            c, b, pool = parse_shape(text)
         except ValueError as e:
             p.error(str(e))
-        shapes[f"shape {text.lower()}"] = (c, b, options)
+        shapes[f"shape {c}x{b}{'g' if pool else ''}"] = (c, b, pool)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     print(f"torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} cores")
-    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True, **options).eval()
-              for name, (c, b, options) in {**MODELS, **shapes}.items()}
+    models = {name: PolicyValueNet(OBS_CHANNELS, c, b, False, True, global_pool=pool).eval()
+              for name, (c, b, pool) in {**MODELS, **shapes}.items()}
     for path in args.checkpoint:
         models[f"checkpoint {path}"] = load_model(path)[0]
         models[f"checkpoint {path} int8"] = int8_copy(models[f"checkpoint {path}"])  # the search end to end in int8

@@ -220,10 +220,7 @@ def _checked_architecture(arch: dict[str, Any], stored: dict[str, Any]) -> dict[
             f"checkpoint architecture {str(arch)[:120]} does not match its weights: they hold {len(stored)} tensors "
             f"of at most {largest_dim} channels"
         )
-    flags = {flag: int(bool(arch.get(flag, 0))) for flag in ARCHITECTURE_FLAGS}
-    if flags["pair_head"] and not flags["target_features"]:
-        raise CheckpointError(f"checkpoint architecture {str(arch)[:120]} has pair_head without target_features (it reads the landing cell)")
-    return {**dict(zip(_ARCH_INTS, values)), **flags}
+    return {**dict(zip(_ARCH_INTS, values)), **{flag: int(bool(arch.get(flag, 0))) for flag in ARCHITECTURE_FLAGS}}
 
 
 def build_model(data: dict[str, Any]) -> PolicyValueNet:

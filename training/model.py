@@ -47,8 +47,6 @@ MASKED_LOGIT = -1.0e9
 """Finite stand-in for -inf (float32 holds it exactly enough; exp underflows to exactly 0)."""
 POLICY_PLANES = MOVES_PER_CELL + DISPLACEMENTS_PER_CELL  # 160 planes per cell
 CELLS = BOARD_SIZE * BOARD_SIZE
-PAIR_HIDDEN = 32
-"""Width of the pair head's hidden layer (`pair_head`)."""
 
 
 class ResidualBlock(nn.Module):
@@ -88,11 +86,8 @@ class PolicyValueNet(nn.Module):
     """
 
     def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False,
-                 target_features: bool = False, ownership_head: bool = False, global_pool: bool = False,
-                 pair_head: bool = False) -> None:
+                 target_features: bool = False, ownership_head: bool = False, global_pool: bool = False) -> None:
         super().__init__()
-        if pair_head and not target_features:
-            raise ValueError("pair_head reads the landing cell: it needs target_features=True")
         self.in_channels = in_channels
         self.channels = channels
         self.blocks = blocks
@@ -100,7 +95,6 @@ class PolicyValueNet(nn.Module):
         self.target_features = target_features
         self.ownership_head = ownership_head
         self.global_pool = global_pool
-        self.pair_head = pair_head
         # Whether the convolutions run in bfloat16 under autocast (the weights, the heads and every loss
         # stay float32): PPO's `precision` (training/config.py `resolve_precision`). Not part of the
         # architecture: a checkpoint holds float32 weights either way.
@@ -115,16 +109,6 @@ class PolicyValueNet(nn.Module):
         # added to the source-cell logit: whether a move connects depends on where it lands, which the
         # source cell's receptive field (a few cells) often does not see. No bias: policy_planes has one.
         self.target_planes = nn.Conv2d(channels, POLICY_PLANES, 1, bias=False) if target_features else None
-        # A small MLP over each action's (source cell, landing cell, plane) triple, added to the logit: the
-        # additive terms above cannot say "good if THIS satellite lands THERE" (e.g. a colony that the mover's
-        # value would control, R7.1), since the landing cell's term never sees the mover. Per action it costs
-        # one [PAIR_HIDDEN] sum, a ReLU and a dot; the two projections are 1x1 convolutions once per position.
-        if pair_head:
-            self.pair_src = nn.Conv2d(channels, PAIR_HIDDEN, 1)
-            self.pair_tgt = nn.Conv2d(channels, PAIR_HIDDEN, 1, bias=False)
-            self.pair_plane = nn.Embedding(POLICY_PLANES, PAIR_HIDDEN)
-            self.pair_out = nn.Linear(PAIR_HIDDEN, 1, bias=False)
-            nn.init.normal_(self.pair_out.weight, std=0.01)
         # Weight of the per-action heuristic feature added to the logits (training/teacher.py).
         self.prior_weight = nn.Parameter(torch.ones(())) if heuristic_prior else None
         self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
@@ -226,13 +210,6 @@ class PolicyValueNet(nn.Module):
             t_weight = self.target_planes.weight.reshape(POLICY_PLANES, c)
             t_dot = (feats.index_select(0, row + target) * t_weight.index_select(0, plane)).sum(-1)
             dot = dot + t_dot * on_board
-            if self.pair_head:
-                hidden = self.pair_src.weight.shape[0]
-                src = self.pair_src(p).permute(0, 2, 3, 1).reshape(b * CELLS, hidden)
-                tgt = self.pair_tgt(p).permute(0, 2, 3, 1).reshape(b * CELLS, hidden)
-                h = src.index_select(0, row + cell) + tgt.index_select(0, row + target) * on_board[:, None] \
-                    + self.pair_plane(plane)
-                dot = dot + self.pair_out(F.relu(h)).squeeze(1)
         return dot.new_zeros(b * width).index_add(0, flat, dot).reshape(b, width)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
@@ -250,39 +227,14 @@ class PolicyValueNet(nn.Module):
             target = _shifted_target_planes(self.target_planes(p), _own_values(obs))
             moves = moves + target[..., :MOVES_PER_CELL].reshape(b, -1)
             displacements = displacements + target[..., MOVES_PER_CELL:].reshape(b, -1)
-        if self.pair_head:
-            pair = self._pair_planes(p, obs)
-            moves = moves + pair[..., :MOVES_PER_CELL].reshape(b, -1)
-            displacements = displacements + pair[..., MOVES_PER_CELL:].reshape(b, -1)
         pass_logit = self.pass_head(p.mean(dim=(2, 3)))
         return torch.cat([moves, displacements, pass_logit], dim=1), value
-
-    def _pair_planes(self, p: torch.Tensor, obs: torch.Tensor) -> torch.Tensor:
-        """Full-board form of the pair term: [B, 10, 10, 160], built by shifting whole planes (the reference
-        for `forward`'s gather, as `_shifted_target_planes` is for the target term)."""
-        b = p.shape[0]
-        src = self.pair_src(p)  # [B, H, 10, 10]
-        tgt = self.pair_tgt(p)
-        vals = _own_values(obs).reshape(b, BOARD_SIZE, BOARD_SIZE)
-        out = []
-        for q in range(POLICY_PLANES):
-            if q < MOVES_PER_CELL:
-                dr, dc = DIRECTIONS[q // MAX_STEP]
-                k = q % MAX_STEP + 1
-                shifted = _shift(tgt, k * dr, k * dc)
-            else:
-                dr, dc = DIRECTIONS[(q - MOVES_PER_CELL) // (DISPLACEMENTS_PER_CELL // N_DIRECTIONS)]
-                shifted = sum((vals == v)[:, None] * _shift(tgt, v * dr, v * dc) for v in range(1, N_VALUES + 1))
-            h = F.relu(src + shifted + self.pair_plane.weight[q][None, :, None, None])
-            out.append(torch.einsum("bhrc,h->brc", h, self.pair_out.weight[0]))
-        return torch.stack(out, dim=-1)
 
     def architecture(self) -> dict[str, int]:
         """What is needed to rebuild this network (stored in checkpoints)."""
         return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
                 "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features),
-                "ownership_head": int(self.ownership_head), "global_pool": int(self.global_pool),
-                "pair_head": int(self.pair_head)}
+                "ownership_head": int(self.ownership_head), "global_pool": int(self.global_pool)}
 
     @classmethod
     def from_architecture(cls, arch: dict[str, int]) -> "PolicyValueNet":
@@ -297,7 +249,7 @@ class PolicyValueNet(nn.Module):
         return copy
 
 
-ARCHITECTURE_FLAGS = ("heuristic_prior", "target_features", "ownership_head", "global_pool", "pair_head")
+ARCHITECTURE_FLAGS = ("heuristic_prior", "target_features", "ownership_head", "global_pool")
 """PolicyValueNet's on/off parts, as stored in a checkpoint's `architecture` (0 or 1 each)."""
 
 

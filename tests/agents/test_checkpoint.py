@@ -177,25 +177,6 @@ def test_global_pool_round_trips_and_files_without_the_flag_load_without_it(tmp_
         load_model(tmp_path / "lie.pt")
 
 
-def test_pair_head_round_trips_and_needs_target_features(tmp_path: Path) -> None:
-    """A net with the pair policy head round-trips (weights, flag, logits); a file that declares the pair head
-    without the landing-cell term it reads is refused in one line, before any network is built."""
-    torch.manual_seed(0)
-    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True, pair_head=True).eval()
-    path = save_checkpoint(tmp_path / "p.pt", net, {}, {"global_step": 1})
-    loaded, data = load_model(path)
-    assert loaded.pair_head and data["architecture"]["pair_head"] == 1
-    obs = torch.from_numpy(observation.encode_observation(ce.new_game(3), 0))[None]
-    ids = torch.from_numpy(np.flatnonzero(ce.legal_action_mask(ce.new_game(3))))[None]
-    with torch.no_grad():
-        assert torch.equal(loaded(obs, ids)[0], net(obs, ids)[0])
-    data = torch.load(path, weights_only=True)
-    data["architecture"]["target_features"] = 0
-    torch.save(data, tmp_path / "lie.pt")
-    with pytest.raises(CheckpointError, match="pair_head without target_features"):
-        load_model(tmp_path / "lie.pt")
-
-
 def test_saved_checkpoint_has_the_usual_file_mode(tmp_path: Path) -> None:
     """Written through mkstemp (0600) but readable like any file this process creates (0666 - umask)."""
     plain = tmp_path / "plain"

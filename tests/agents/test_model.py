@@ -232,55 +232,7 @@ def test_global_pooling_lets_every_cell_see_the_whole_board() -> None:
     assert far_cell_moves[1] > 1e-4
 
 
-@pytest.fixture(scope="module")
-def pair_net() -> PolicyValueNet:
-    torch.manual_seed(2)
-    model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True, pair_head=True)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(torch.randn_like(p) * 0.3)
-    return model.eval()
-
-
-def test_pair_gathered_logits_equal_full_logits(pair_net: PolicyValueNet) -> None:
-    """The pair head's per-action gather gives its full-board reference (built by shifting planes) at every id."""
-    obs = _real_obs(3, seed=6)
-    full, v_full = pair_net.full_logits(obs)
-    part, v = pair_net(obs, torch.arange(N_ACTIONS).expand(3, -1))
-    assert torch.allclose(part, full, atol=1e-4)
-    assert torch.allclose(v, v_full)
-
-
-def test_pair_term_reads_source_and_landing_jointly(pair_net: PolicyValueNet) -> None:
-    """R8.1: move (s, d, k) lands on s + k*d; its logit is the additive terms plus
-    pair_out . relu(src(s) + tgt(s + k*d) + plane embedding): one hidden layer over the pair, so the
-    landing cell's contribution depends on which satellite comes (the additive terms cannot)."""
-    obs = _real_obs(1, seed=3)
-    with torch.no_grad():
-        full, _ = pair_net.full_logits(obs)
-        feats, _ = pair_net._trunk(obs)
-        additive = pair_net.policy_planes(feats)[0]
-        tgt = pair_net.target_planes(feats)[0]
-        hs, ht = pair_net.pair_src(feats)[0], pair_net.pair_tgt(feats)[0]
-        s, d, k = 44, 2, 3  # E 3 from (4,4) lands on (4,7)
-        q = 4 * d + k - 1
-        h = torch.relu(hs[:, 4, 4] + ht[:, 4, 7] + pair_net.pair_plane.weight[q])
-        pair = float(pair_net.pair_out.weight[0] @ h)
-        assert abs(pair) > 1e-3  # the term is there
-        assert torch.allclose(full[0, 32 * s + q], additive[q, 4, 4] + tgt[q, 4, 7] + pair, atol=1e-5)
-
-
-def test_pair_head_needs_target_features_and_is_stored() -> None:
-    with pytest.raises(ValueError, match="target_features"):
-        PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, pair_head=True)
-    model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True, pair_head=True)
-    assert model.architecture()["pair_head"] == 1
-    assert PolicyValueNet.from_architecture(model.architecture()).state_dict().keys() == model.state_dict().keys()
-    assert model.blank_copy().architecture() == model.architecture()
-    assert "pair_out.weight" not in PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1).state_dict()
-
-
-@pytest.mark.parametrize("which", ["net", "target_net", "pair_net"])
+@pytest.mark.parametrize("which", ["net", "target_net"])
 def test_packed_valid_logits_and_gradients_equal_padded(which: str, request: pytest.FixtureRequest) -> None:
     """`valid` (training's packed path) gives the same logits at the legal slots and the same gradients."""
     model = request.getfixturevalue(which)

@@ -58,12 +58,6 @@ class ZeroConfig(Config):
         "KataGo's global pooling bias in every residual block: the board-wide mean and max of its activations "
         "added to every cell (training/model.py; a new network only).",
     )
-    pair_head: bool = key(
-        False,
-        "A one-hidden-layer MLP over each action's (source cell, landing cell, plane) added to its logit, so the "
-        "landing cell's worth can depend on which satellite comes (training/model.py; a new network only).",
-        Check(lambda v, c: not v or c.target_features, "false unless target_features is true (it reads the landing cell)"),
-    )
     init_from: str = key(
         "",
         'Start from this checkpoint\'s weights (any colony checkpoint; its architecture wins); "" = random weights.',

@@ -116,7 +116,7 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
     else:
         torch.manual_seed(cfg.seed)
         model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, greedy_input, cfg.target_features,
-                               cfg.ownership_head, cfg.global_pool, cfg.pair_head)
+                               cfg.ownership_head, cfg.global_pool)
         done, cpu, rng = 0, 0.0, np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:

@@ -246,7 +246,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         restored_from = None
     else:
         model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features,
-                               cfg.ownership_head, cfg.global_pool, cfg.pair_head).to(device)
+                               cfg.ownership_head, cfg.global_pool).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
         ancestor = restored_from = None
     totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
