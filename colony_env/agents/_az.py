@@ -161,6 +161,33 @@ def _puct_pick(
 
 
 @njit(cache=True)
+def forced_child(
+    b: int, node_visits: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray,
+    pool_logit: np.ndarray, pool_child: np.ndarray, forced_k: float,
+) -> int:
+    """KataGo's forced playouts at the root (Wu 2019, section 3.2): the root child that has been visited
+    but has fewer than n_forced = sqrt(k * P(c) * sum of the root's child visits) visits, the furthest
+    below its n_forced; -1 if there is none (then PUCT chooses)."""
+    base = node_first[b, 0]
+    n = node_nkids[b, 0]
+    total = 0
+    for i in range(n):
+        c = pool_child[b, base + i]
+        if c >= 0:
+            total += node_visits[b, c]
+    pick = -1
+    worst = 0.0
+    for i in range(n):
+        c = pool_child[b, base + i]
+        if c >= 0 and node_visits[b, c] > 0:
+            short = math.sqrt(forced_k * math.exp(pool_logit[b, base + i]) * total) - node_visits[b, c]
+            if short > worst:
+                worst = short
+                pick = i
+    return pick
+
+
+@njit(cache=True)
 def _gumbel_interior_pick(
     b: int, node: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
     node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray,
@@ -225,7 +252,7 @@ def gumbel_scores(
 
 @njit(cache=True)
 def select_leaves(
-    active: np.ndarray, root_mode: int, c_puct: float, c_visit: float, c_scale: float, rescale: bool,
+    active: np.ndarray, root_mode: int, c_puct: float, forced_k: float, c_visit: float, c_scale: float, rescale: bool,
     table: np.ndarray, n_considered: np.ndarray, root_gumbel: np.ndarray,
     node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray, node_raw: np.ndarray,
     node_first: np.ndarray, node_nkids: np.ndarray, n_nodes: np.ndarray,
@@ -236,7 +263,8 @@ def select_leaves(
 
     A child is created (its state computed) the first time the walk chooses it; it is then
     the leaf. The root chooses by sequential halving over Gumbel-perturbed logits
-    (`root_mode == ROOT_GUMBEL`, with Gumbel MuZero's interior rule below) or by PUCT.
+    (`root_mode == ROOT_GUMBEL`, with Gumbel MuZero's interior rule below) or by PUCT, where with
+    `forced_k` > 0 the root first gives each visited child its forced playouts (`forced_child`).
     """
     for b in range(active.shape[0]):
         if not active[b]:
@@ -262,8 +290,12 @@ def select_leaves(
                     pick = _gumbel_interior_pick(b, node, node_state, node_visits, node_wred, node_raw, node_first,
                                                  node_nkids, pool_logit, pool_child, c_visit, c_scale, rescale)
             else:
-                pick = _puct_pick(b, node, node_state, node_visits, node_wred, node_first, node_nkids,
-                                  pool_logit, pool_child, c_puct)
+                pick = -1
+                if node == 0 and forced_k > 0.0:
+                    pick = forced_child(b, node_visits, node_first, node_nkids, pool_logit, pool_child, forced_k)
+                if pick < 0:
+                    pick = _puct_pick(b, node, node_state, node_visits, node_wred, node_first, node_nkids,
+                                      pool_logit, pool_child, c_puct)
             slot = node_first[b, node] + pick
             child = pool_child[b, slot]
             if child < 0:

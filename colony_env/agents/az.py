@@ -43,6 +43,9 @@ from .base import Agent, require_ongoing
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
 POOL_PER_NODE = 80  # initial room for children per node (a typical position has ~70 legal actions)
 MAX_LEGAL = _core.MAX_LEGAL
+DIRICHLET_TOTAL = 10.83
+"""Concentration of the PUCT root's Dirichlet noise summed over the legal actions: alpha = this / legal count
+(KataGo's 0.03 x 361 on Go's board, so the noise is as spread whatever the number of legal actions)."""
 
 
 class LeafEvaluator(Protocol):
@@ -107,6 +110,12 @@ class SearchConfig:
     c_scale: float = 0.1
     rescale_q: bool = True
     """Gumbel: map completed Q to [0, 1] by its min and max (mctx's default) rather than from [-1, 1]."""
+    forced_playouts: float = 0.0
+    """PUCT root: KataGo's k (2 in Wu 2019) for forced playouts, sqrt(k P(c) sum N) visits for every visited
+    child, and the policy target pruned of them (`pruned_visits`); 0 = off."""
+    root_dirichlet: float = 0.0
+    """PUCT root: share of Dirichlet noise mixed into the root's priors (AlphaZero's 0.25), alpha =
+    DIRICHLET_TOTAL / legal actions; 0 = off. For self-play: the reported prior stays the network's."""
 
     def __post_init__(self) -> None:
         if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) or self.simulations < 1:
@@ -116,10 +125,45 @@ class SearchConfig:
         if isinstance(self.max_considered, bool) or not isinstance(self.max_considered, (int, np.integer)) \
                 or self.max_considered < 1:
             raise ValueError(f"max_considered must be an int >= 1, got {self.max_considered!r}")
-        for name in ("c_puct", "gumbel_scale", "c_visit", "c_scale"):
+        for name in ("c_puct", "gumbel_scale", "c_visit", "c_scale", "forced_playouts", "root_dirichlet"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if self.root_dirichlet > 1:
+            raise ValueError(f"root_dirichlet is a share in [0, 1], got {self.root_dirichlet!r}")
+        if (self.forced_playouts or self.root_dirichlet) and self.root != "puct":
+            raise ValueError("forced_playouts and root_dirichlet belong to the PUCT root: set root='puct' or leave them 0")
+
+
+def pruned_visits(visits: np.ndarray, q: np.ndarray, prior: np.ndarray, root_visits: int, c_puct: float,
+                  forced_k: float) -> np.ndarray:
+    """KataGo's policy target pruning (Wu 2019, section 3.2): the root's visit counts less the forced playouts.
+
+    For every child c but the most visited c*, up to n_forced(c) = sqrt(k P(c) sum N) visits are taken away
+    as long as c's PUCT value stays below c*'s (so that they are visits PUCT alone would not have given it),
+    and a child left with at most one visit is dropped. float64[n], same order; c* keeps its count.
+    """
+    n = visits.astype(np.float64)
+    total = n.sum()
+    if total <= 0:
+        return n
+    top = np.flatnonzero(visits == visits.max())
+    best = int(top[int(np.argmax(q[top]))])  # the move PUCT plays: most visited, then best value
+    sqrt_n = math.sqrt(root_visits)
+    explore = c_puct * prior * sqrt_n
+    best_u = q[best] + explore[best] / (1.0 + n[best])
+    out = n.copy()
+    for c in np.flatnonzero(visits > 0):
+        if c == best:
+            continue
+        gap = best_u - q[c]
+        if gap <= 0:
+            continue  # c's value alone reaches c*'s PUCT value: every visit was PUCT's own
+        least = max(n[c] - math.sqrt(forced_k * prior[c] * total), explore[c] / gap - 1.0)
+        out[c] = min(n[c], least)
+        if out[c] <= 1.0:
+            out[c] = 0.0
+    return out
 
 
 @dataclass
@@ -203,7 +247,7 @@ class BatchedSearch:
 
         def step() -> None:
             nonlocal pool_action, pool_logit, pool_child
-            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.c_visit, cfg.c_scale, cfg.rescale_q, self._table,
+            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.forced_playouts, cfg.c_visit, cfg.c_scale, cfg.rescale_q, self._table,
                               n_considered, root_gumbel, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
                               n_nodes, pool_action, pool_logit, pool_child, leaf, path, depth)
             k = _az.leaf_inputs(active, leaf, node_state, eval_index, in_states, in_obs, in_ids, in_counts)
@@ -230,11 +274,18 @@ class BatchedSearch:
                               pool_action, pool_logit, pool_child, pool_n)
 
         step()  # evaluate every root: its priors and raw value
+        clean_root_logits = [None] * n_trees
         for b in range(n_trees):
             n = int(node_nkids[b, 0])
             n_considered[b] = min(cfg.max_considered, n)
             if cfg.root == "gumbel" and cfg.gumbel_scale > 0:
                 root_gumbel[b, :n] = cfg.gumbel_scale * rngs[b].gumbel(size=n)
+            if cfg.root_dirichlet > 0 and n > 1:
+                roots = slice(node_first[b, 0], node_first[b, 0] + n)
+                clean_root_logits[b] = pool_logit[b, roots].copy()
+                noise = rngs[b].dirichlet(np.full(n, DIRICHLET_TOTAL / n))
+                mixed = (1.0 - cfg.root_dirichlet) * np.exp(pool_logit[b, roots]) + cfg.root_dirichlet * noise
+                pool_logit[b, roots] = np.log(np.maximum(mixed, 1e-300))
             if n == 1:
                 active[b] = False  # a forced move (often a pass): nothing to search
         for _ in range(cfg.simulations):
@@ -242,11 +293,13 @@ class BatchedSearch:
                 break
             step()
         return [self._result(b, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                             pool_action, pool_logit, pool_child, root_gumbel) for b in range(n_trees)]
+                             pool_action, pool_logit, pool_child, root_gumbel, clean_root_logits[b])
+                for b in range(n_trees)]
 
     def _result(self, b: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
                 node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray, pool_action: np.ndarray,
-                pool_logit: np.ndarray, pool_child: np.ndarray, root_gumbel: np.ndarray) -> SearchResult:
+                pool_logit: np.ndarray, pool_child: np.ndarray, root_gumbel: np.ndarray,
+                clean_logits: np.ndarray | None = None) -> SearchResult:
         cfg = self.config
         actions, logits, visits, q = _az.root_children(b, node_state, node_visits, node_wred, node_first,
                                                        node_nkids, pool_action, pool_logit, pool_child)
@@ -269,9 +322,13 @@ class BatchedSearch:
                                        cfg.c_visit, cfg.c_scale, cfg.rescale_q)
             pick = int(np.argmax(scores))
         else:
-            policy = visits / visits.sum()
+            target = (pruned_visits(visits, q, prior, int(node_visits[b, 0]), cfg.c_puct, cfg.forced_playouts)
+                      if cfg.forced_playouts else visits)
+            policy = target / target.sum()
             best = np.flatnonzero(visits == visits.max())
             pick = int(best[int(np.argmax(q[best]))])
+        if clean_logits is not None:
+            prior = np.exp(clean_logits)  # the network's prior, not the noise the search mixed in
         action = int(TRANSPOSE_ACTIONS[actions[pick]] if colour == 1 else actions[pick])  # the one id mapped back
         child = int(pool_child[b, node_first[b, 0] + pick])
         # The chosen child was visited (a forced move was not searched): its state is in the tree.

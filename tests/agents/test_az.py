@@ -8,7 +8,7 @@ import pytest
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
 from colony_env.agents._search import random_playout
-from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig
+from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
 from colony_env.engine import _wrap
 
@@ -40,10 +40,13 @@ def midgame_states(n: int, plies: int = 30) -> list[ce.GameState]:
     return out
 
 
-@pytest.mark.parametrize("root", ["gumbel", "puct"])
+KATAGO_PUCT = {"root": "puct", "forced_playouts": 2.0, "root_dirichlet": 0.25}  # forced playouts, pruning, noise
+
+
+@pytest.mark.parametrize("root", ["gumbel", "puct", "katago"])
 def test_batched_search_equals_one_at_a_time(root):
     states = [ce.new_game(3), *midgame_states(5)]
-    cfg = SearchConfig(simulations=24, root=root)
+    cfg = SearchConfig(simulations=24, **(KATAGO_PUCT if root == "katago" else {"root": root}))
     batched = BatchedSearch(hashed_evaluator, cfg).search(states, np.random.default_rng(7))
     rng = np.random.default_rng(7)  # the same generator, drawn in the same order (tree by tree)
     single = [BatchedSearch(hashed_evaluator, cfg).search([s], rng)[0] for s in states]
@@ -208,6 +211,14 @@ def test_terminal_leaves_use_the_exact_result():
 def test_search_rejects_bad_input():
     with pytest.raises(ValueError, match="simulations"):
         SearchConfig(simulations=0)
+    with pytest.raises(ValueError, match="PUCT root"):
+        SearchConfig(forced_playouts=2.0)  # the default root is gumbel
+    with pytest.raises(ValueError, match="PUCT root"):
+        SearchConfig(root_dirichlet=0.25)
+    with pytest.raises(ValueError, match="share"):
+        SearchConfig(root="puct", root_dirichlet=1.5)
+    with pytest.raises(ValueError, match="forced_playouts"):
+        SearchConfig(root="puct", forced_playouts=-1.0)
     with pytest.raises(ValueError, match="root"):
         SearchConfig(root="alpha")
     with pytest.raises(ValueError, match="c_puct"):
@@ -240,3 +251,73 @@ def test_rollout_mix_values_are_the_playout_result_for_the_mover():
     assert len(set(np.round(v, 6))) > 1  # the playouts differ
     with pytest.raises(ValueError, match="rollout mix"):
         RolloutMixEvaluator(hashed_evaluator, 1.5)
+
+
+# --- KataGo's forced playouts and policy target pruning (Wu 2019, section 3.2), root noise ----------------
+def test_forced_playouts_give_every_visited_root_child_its_share():
+    """With k = 2 every visited root child ends with about sqrt(k P(c) sum N) visits or more (it is forced
+    whenever it falls below: at most one visit short, as the sum grows after the last check); plain PUCT
+    leaves some visited children below that."""
+    shortfalls = {}
+    for k in (0.0, 2.0):
+        worst = 0.0
+        for s in midgame_states(6):
+            r = BatchedSearch(hashed_evaluator, SearchConfig(simulations=200, root="puct", forced_playouts=k)).search(
+                [s], np.random.default_rng(0))[0]
+            need = np.sqrt(2.0 * r.prior * r.visits.sum())
+            seen = r.visits > 0
+            worst = max(worst, float((need[seen] - r.visits[seen]).max()))
+        shortfalls[k] = worst
+    assert shortfalls[2.0] <= 1.0
+    assert shortfalls[0.0] > 1.0
+
+
+def test_pruned_visits_take_away_only_forced_visits():
+    """A hand-made root: c* (most visited) keeps its 40; a child whose PUCT value with fewer visits would
+    still be below c*'s loses up to n_forced; a child of high value loses nothing; one left with <= 1 visit
+    is dropped."""
+    visits = np.array([40, 6, 6, 2, 0])
+    q = np.array([0.5, -0.5, 0.55, -0.5, 0.0])
+    prior = np.array([0.4, 0.2, 0.2, 0.1, 0.1])
+    root = int(visits.sum()) + 1
+    out = pruned_visits(visits, q, prior, root, c_puct=1.25, forced_k=2.0)
+    total = visits.sum()
+    assert out[0] == 40
+    best_u = q[0] + 1.25 * prior[0] * np.sqrt(root) / 41
+    n_forced = np.sqrt(2.0 * prior[1] * total)  # about 2.9
+    expected = max(6 - n_forced, 1.25 * prior[1] * np.sqrt(root) / (best_u - q[1]) - 1)
+    assert out[1] == pytest.approx(expected) and 1 < out[1] < 6
+    assert out[2] == 6  # its value alone is above c*'s PUCT value: its visits were earned
+    assert out[3] == 0  # reduced to at most one visit: dropped
+    assert out[4] == 0
+    np.testing.assert_array_equal(pruned_visits(np.zeros(3, np.int64), np.zeros(3), np.ones(3) / 3, 1, 1.25, 2.0),
+                                  np.zeros(3))
+
+
+def test_pruned_target_keeps_the_played_move_and_drops_forced_exploration():
+    """The search's target with forced playouts: the played (most visited) move keeps all its visits, the
+    target has no more mass outside it than the raw visit counts, and some child is pruned away."""
+    dropped = 0
+    for s in midgame_states(6):
+        r = BatchedSearch(hashed_evaluator, SearchConfig(simulations=100, root="puct", forced_playouts=2.0)).search(
+            [s], np.random.default_rng(0))[0]
+        best = int(np.flatnonzero(ce.symmetry.canonical_action_to_board(r.canonical_actions, r.colour) == r.action)[0])
+        assert r.visits[best] == r.visits.max()
+        assert r.policy[best] >= r.visits[best] / r.visits.sum() - 1e-12
+        assert np.all(r.policy[r.visits == 0] == 0)
+        dropped += int(((r.visits > 0) & (r.policy == 0)).sum())
+    assert dropped > 0
+
+
+def test_root_dirichlet_noise_moves_the_search_not_the_reported_prior():
+    """Noise changes where the visits go and is drawn from the generator (same seed, same search); the
+    result's prior is the network's own."""
+    s = midgame_states(1)[0]
+    plain = BatchedSearch(hashed_evaluator, SearchConfig(simulations=64, root="puct")).search([s], np.random.default_rng(0))[0]
+    noisy = [BatchedSearch(hashed_evaluator, SearchConfig(simulations=64, root="puct", root_dirichlet=0.25)).search(
+        [s], np.random.default_rng(seed))[0] for seed in (0, 0, 1)]
+    np.testing.assert_array_equal(noisy[0].visits, noisy[1].visits)
+    assert not np.array_equal(noisy[0].visits, noisy[2].visits)
+    assert not np.array_equal(noisy[0].visits, plain.visits)
+    for r in noisy:
+        np.testing.assert_allclose(r.prior, plain.prior)

@@ -84,6 +84,17 @@ class ZeroConfig(Config):
     )
     max_considered: int = key(16, "Gumbel root: actions considered by sequential halving.", at_least(1))
     c_puct: float = key(1.25, "PUCT exploration constant (root `puct`).", number_at_least(0))
+    forced_playouts: float = key(
+        0.0,
+        "PUCT root: KataGo's forced playouts, sqrt(k P(c) sum N) visits for every visited root child, with this k "
+        "(2 in KataGo), and the policy target pruned of them; 0 = off.",
+        number_at_least(0), Check(lambda v, c: v == 0 or c.root == "puct", "0 unless root is puct"),
+    )
+    root_dirichlet: float = key(
+        0.0,
+        "PUCT root: share of Dirichlet noise mixed into the root's priors in self-play (AlphaZero's 0.25); 0 = off.",
+        share(), Check(lambda v, c: v == 0 or c.root == "puct", "0 unless root is puct"),
+    )
     rescale_q: bool = key(
         True,
         "Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1].",
