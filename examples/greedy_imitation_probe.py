@@ -12,6 +12,14 @@ loss, batches, symmetry augmentation and optimiser) until `--minutes` of CPU tim
 steps are spent. Then the policy alone plays `greedy` (`--eval-games`, paired seeds from
 `--eval-seed`) and the network is saved as `DIR/imitation.pt` for `colony-eval`.
 
+Last, it says where the copy goes wrong: on the positions of `--check-games` other games of the same
+kind, how often the policy's most likely move is in greedy's best set, by how much of the legal list
+that set is (all of it: nothing to learn; most of it: greedy rules a few moves out; a few moves: one
+move wins something), next to how often a uniformly random move would be. `--check CHECKPOINT` runs
+that part alone on any saved network:
+
+    python examples/greedy_imitation_probe.py --check DIR/imitation.pt --check-games 60
+
 If even this supervised copy of `greedy` scores well under 0.5 against it, no self-play recipe
 with the same network and budget can be expected to do better through its policy alone.
 docs/zero.md ("One CPU-hour from scratch") has the runs of it.
@@ -33,7 +41,7 @@ from colony_env.frame import to_frame
 from colony_env.observation import OBS_CHANNELS
 from colony_training.agents import PolicyAgent
 from colony_training.bench_zero import parse_shape
-from colony_training.checkpoint import save_checkpoint
+from colony_training.checkpoint import CheckpointError, load_model, save_checkpoint
 from colony_training.eval.evaluate import evaluate
 from colony_training.model import PolicyValueNet
 from colony_training.zero.config import ZeroConfig
@@ -73,6 +81,39 @@ def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.ra
                     rollout_value=zeros, full_search=np.ones(n, np.uint8))
 
 
+CHECK_SEED = 12345  # the check's games: not the fitting's (--seed) nor the evaluation's
+BEST_SET_BUCKETS = (("all legal moves", 1.0), ("over half of them", 0.5), ("10-50%", 0.1), ("10% or fewer", 0.0))
+
+
+def best_set_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> list[tuple[str, int, float, float]]:
+    """(bucket, positions, share where the policy's move is in greedy's best set, the same for a uniformly random
+    move) over the positions of `games` greedy games (eps-random), bucketed by the best set's share of the legal
+    moves (BEST_SET_BUCKETS). The policy plays as `colony-eval` plays it (most likely move, near-ties at random);
+    positions with one legal move are skipped."""
+    data = greedy_labelled_positions(games, eps, max_plies, np.random.default_rng(CHECK_SEED))
+    greedy, rng = GreedyAgent(), np.random.default_rng(CHECK_SEED + 1)
+    counts = {name: [0, 0, 0.0] for name, _ in BEST_SET_BUCKETS}
+    for packed in data.states:
+        state = ce.GameState.from_array(packed)
+        legal, scores = greedy.scores(state)
+        if len(legal) < 2:
+            continue
+        best = scores >= scores.max() - TIE_TOLERANCE
+        share = float(best.mean())
+        move = agent.act(state, rng)
+        name = next(n for n, low in BEST_SET_BUCKETS if share > low or (low == 1.0 and share == 1.0))
+        counts[name][0] += 1
+        counts[name][1] += int(best[np.flatnonzero(legal == move)[0]])
+        counts[name][2] += share
+    return [(name, n, hit / n, uniform / n) for name, (n, hit, uniform) in counts.items() if n]
+
+
+def print_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> None:
+    print(f"the policy's move in greedy's best set, positions of {games} other games, by the best set's share of the legal moves:")
+    for name, n, hit, uniform in best_set_agreement(agent, games, eps, max_plies):
+        print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", default="32x2", help="trunk CHANNELSxBLOCKS, e.g. 32x2, or 32x2g with global pooling (target features on, as colony-zero's)")
@@ -85,8 +126,22 @@ def main() -> None:
     ap.add_argument("--eval-games", type=int, default=200, help="policy-alone games against greedy (even)")
     ap.add_argument("--eval-seed", type=int, default=9101)
     ap.add_argument("--seed", type=int, default=0, help="seed of the games, the batches and the weights")
-    ap.add_argument("--out", type=Path, required=True, help="folder for imitation.pt")
+    ap.add_argument("--out", type=Path, help="folder for imitation.pt (needed unless --check)")
+    ap.add_argument("--check-games", type=int, default=60, help="games whose positions the agreement check uses (0: none)")
+    ap.add_argument("--check", type=Path, metavar="CHECKPOINT", help="only the agreement check, on this saved network")
     args = ap.parse_args()
+    if args.check_games < 0 or (args.check and args.check_games < 1):
+        ap.error("--check-games takes an integer >= 0 (>= 1 with --check)")
+    if args.check:
+        torch.set_num_threads(1)
+        try:
+            model = load_model(args.check)[0]
+        except (CheckpointError, OSError) as e:
+            ap.error(f"--check {str(args.check)!r}: {e}")
+        print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
+        return
+    if args.out is None:
+        ap.error("--out is required (the folder for imitation.pt), unless --check")
     try:
         channels, blocks, pool = parse_shape(args.shape)
     except ValueError as e:
@@ -118,6 +173,8 @@ def main() -> None:
                     seed=args.eval_seed, workers=1, schedule="gauntlet", progress=False).pairs[0]
     print(f"imitation {args.shape} ({steps} steps) against greedy: {pair.wins} / {pair.draws} / {pair.losses}, "
           f"score {pair.score:.3f}; wrote {path}", flush=True)
+    if args.check_games:
+        print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
 
 
 if __name__ == "__main__":

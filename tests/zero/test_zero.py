@@ -486,3 +486,27 @@ def test_greedy_imitation_probe_labels_greedys_best_set_and_writes_a_playable_ch
     agent = load_policy_agent(tmp_path / "imitation.pt")
     s = ce.new_game(0)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+    assert "the policy's move in greedy's best set" in out.stdout and "all legal moves" in out.stdout
+    check = subprocess.run([sys.executable, str(REPO / "examples" / "greedy_imitation_probe.py"), "--check",
+                            str(tmp_path / "missing.pt")], capture_output=True, text=True, check=False, cwd=REPO)
+    assert check.returncode == 2 and "does not exist" in check.stderr and "Traceback" not in check.stderr
+
+
+def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
+    """The probe's check: greedy itself (ties at random) is always in its own best set; a uniformly random
+    player hits it as often as the uniform share says, up to noise; every position lands in one bucket."""
+    import importlib.util
+
+    from colony_env.agents.greedy import GreedyAgent
+    from colony_env.agents.random_agent import RandomAgent
+
+    spec = importlib.util.spec_from_file_location("greedy_imitation_probe", REPO / "examples" / "greedy_imitation_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    rows = probe.best_set_agreement(GreedyAgent(), 4, 0.3, 80)
+    assert {name for name, *_ in rows} <= {name for name, _ in probe.BEST_SET_BUCKETS}
+    assert all(hit == 1.0 for _, _, hit, _ in rows)
+    assert dict((name, uniform) for name, _, _, uniform in rows)["all legal moves"] == 1.0
+    rows = probe.best_set_agreement(RandomAgent(), 4, 0.3, 80)
+    n, hits, expected = (sum(r[1] for r in rows), sum(r[1] * r[2] for r in rows), sum(r[1] * r[3] for r in rows))
+    assert abs(hits - expected) < 4 * 0.5 * np.sqrt(n)  # 4 standard deviations of a sum of n coin flips at most
