@@ -15,8 +15,9 @@ steps are spent. Then the policy alone plays `greedy` (`--eval-games`, paired se
 Last, it says where the copy goes wrong: on the positions of `--check-games` other games of the same
 kind, how often the policy's most likely move is in greedy's best set, by how much of the legal list
 that set is (all of it: nothing to learn; most of it: greedy rules a few moves out; a few moves: one
-move wins something), next to how often a uniformly random move would be. `--check CHECKPOINT` runs
-that part alone on any saved network:
+move wins something), next to how often a uniformly random move would be; and, where the set is not
+the whole list, how often the network's value after one of greedy's best moves is above its value
+after one of the others (0.5: blind). `--check CHECKPOINT` runs that part alone on any saved network:
 
     python examples/greedy_imitation_probe.py --check DIR/imitation.pt --check-games 60
 
@@ -39,8 +40,8 @@ from colony_env.agents.greedy import TIE_TOLERANCE, GreedyAgent
 from colony_env.constants import I_TO_MOVE, N_CELLS
 from colony_env.frame import to_frame
 from colony_env.observation import OBS_CHANNELS
-from colony_training.agents import PolicyAgent
-from colony_training.bench_zero import parse_shape
+from colony_training.agents import NetworkEvaluator, PolicyAgent
+from colony_training.bench_zero import leaf_batch, parse_shape
 from colony_training.checkpoint import CheckpointError, load_model, save_checkpoint
 from colony_training.eval.evaluate import evaluate
 from colony_training.model import PolicyValueNet
@@ -108,10 +109,51 @@ def best_set_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: in
     return [(name, n, hit / n, uniform / n) for name, (n, hit, uniform) in counts.items() if n]
 
 
+def value_ranking(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> list[tuple[str, int, float]]:
+    """(bucket, positions, ranking) where greedy's best set is not every legal move: how often the network's value
+    of the position after one of greedy's best moves is above its value after one of the others (a pair drawn at
+    random; ties count half; 0.5 = the value cannot tell them apart), averaged over positions. Values are for
+    the position's mover (the colour to move after the move may be the other or, in grace, the same, R6.3);
+    a finished game is scored exactly (R7.4)."""
+    data = greedy_labelled_positions(games, eps, max_plies, np.random.default_rng(CHECK_SEED))
+    evaluator = NetworkEvaluator(model.eval(), trace=False)
+    greedy = GreedyAgent()
+    sums: dict[str, list[float]] = {}
+    for packed in data.states:
+        state = ce.GameState.from_array(packed)
+        legal, scores = greedy.scores(state)
+        best = scores >= scores.max() - TIE_TOLERANCE
+        share = float(best.mean())
+        if len(legal) < 2 or share == 1.0:
+            continue
+        mover = int(packed[I_TO_MOVE])
+        children = [ce.apply_action(state, int(a)) for a in legal]
+        values = np.zeros(len(children))
+        ongoing = [i for i, c in enumerate(children) if not c.is_over]
+        for i, c in enumerate(children):
+            if c.is_over:
+                values[i] = c.rewards()[mover]
+        if ongoing:
+            _, v = evaluator(*leaf_batch([children[i] for i in ongoing]))
+            sign = np.array([1.0 if children[i].to_move == mover else -1.0 for i in ongoing])
+            values[ongoing] = sign * v
+        good, bad = values[best], values[~best]
+        above = (good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean()
+        name = next(n for n, low in BEST_SET_BUCKETS if share > low)
+        sums.setdefault(name, []).append(float(above))
+    return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
+
+
 def print_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> None:
     print(f"the policy's move in greedy's best set, positions of {games} other games, by the best set's share of the legal moves:")
     for name, n, hit, uniform in best_set_agreement(agent, games, eps, max_plies):
         print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
+
+
+def print_value_ranking(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> None:
+    print("the value after one of greedy's best moves above the value after one of the others (0.5: blind):")
+    for name, n, ranking in value_ranking(model, games, eps, max_plies):
+        print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
 
 
 def main() -> None:
@@ -139,6 +181,7 @@ def main() -> None:
         except (CheckpointError, OSError) as e:
             ap.error(f"--check {str(args.check)!r}: {e}")
         print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
+        print_value_ranking(model, args.check_games, args.eps, args.max_plies)
         return
     if args.out is None:
         ap.error("--out is required (the folder for imitation.pt), unless --check")
@@ -175,6 +218,7 @@ def main() -> None:
           f"score {pair.score:.3f}; wrote {path}", flush=True)
     if args.check_games:
         print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
+        print_value_ranking(model, args.check_games, args.eps, args.max_plies)
 
 
 if __name__ == "__main__":

@@ -487,6 +487,7 @@ def test_greedy_imitation_probe_labels_greedys_best_set_and_writes_a_playable_ch
     s = ce.new_game(0)
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
     assert "the policy's move in greedy's best set" in out.stdout and "all legal moves" in out.stdout
+    assert "the value after one of greedy's best moves" in out.stdout
     check = subprocess.run([sys.executable, str(REPO / "examples" / "greedy_imitation_probe.py"), "--check",
                             str(tmp_path / "missing.pt")], capture_output=True, text=True, check=False, cwd=REPO)
     assert check.returncode == 2 and "does not exist" in check.stderr and "Traceback" not in check.stderr
@@ -510,3 +511,7 @@ def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
     rows = probe.best_set_agreement(RandomAgent(), 4, 0.3, 80)
     n, hits, expected = (sum(r[1] for r in rows), sum(r[1] * r[2] for r in rows), sum(r[1] * r[3] for r in rows))
     assert abs(hits - expected) < 4 * 0.5 * np.sqrt(n)  # 4 standard deviations of a sum of n coin flips at most
+    net = PolicyValueNet(OBS_CHANNELS, channels=4, blocks=1, target_features=True)
+    ranking = probe.value_ranking(net, 4, 0.3, 80)  # a fresh value head: every value about 0, ties count half
+    assert ranking and all(name != "all legal moves" for name, *_ in ranking)
+    assert all(0.0 <= r <= 1.0 for *_, r in ranking)
