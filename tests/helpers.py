@@ -130,6 +130,18 @@ def load_example(filename: str) -> ModuleType:
     return module
 
 
+def tiny_zero_run(out: Path, *extra: str) -> Path:
+    """One generation of colony-zero at toy size (8 x 1 network, 2 games of at most 40 plies, one process) with
+    `extra` options; returns its run directory under `out`."""
+    from colony_training.zero import train as zero_train
+
+    argv = ["--out-dir", str(out), "--generations", "1", "--no-progress", "--channels", "8", "--blocks", "1",
+            "--games-per-generation", "2", "--parallel-games", "2", "--workers", "1", "--max-plies", "40",
+            "--eval-games", "2", "--eval-every", "0", "--batch-size", "32", "--keep-checkpoints", "1", *extra]
+    assert zero_train.main(argv) == 0
+    return next(out.iterdir())
+
+
 # --- kill tests: one interpreter, one forked child per scenario ------------------------------
 # A zygote script imports a tool once (the slow part), defines `child(mode, n, argv)` (which hooks
 # the tool's write points for `mode` and runs its main) and calls `run_all`; each scenario runs in

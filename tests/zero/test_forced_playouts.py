@@ -13,6 +13,7 @@ from colony_training.zero import train as zero_train
 from colony_training.zero.config import ZeroConfig
 from colony_training.zero.replay import read_shard, shard_path
 from colony_training.zero.selfplay import play_games
+from helpers import tiny_zero_run
 
 
 @pytest.mark.parametrize("settings, key", [
@@ -56,13 +57,8 @@ def test_pruned_targets_are_sparser_than_visit_counts():
 
 
 def test_tiny_run_with_forced_playouts_and_noise(tmp_path):
-    out = tmp_path / "runs"
-    argv = ["--out-dir", str(out), "--generations", "1", "--no-progress", "--channels", "8", "--blocks", "1",
-            "--games-per-generation", "2", "--parallel-games", "2", "--simulations", "8", "--root", "puct",
-            "--forced-playouts", "2", "--root-dirichlet", "0.25", "--workers", "1", "--max-plies", "40",
-            "--eval-games", "2", "--eval-every", "0", "--batch-size", "32", "--keep-checkpoints", "1"]
-    assert zero_train.main(argv) == 0
-    run = next(out.iterdir())
+    run = tiny_zero_run(tmp_path / "runs", "--simulations", "8", "--root", "puct", "--forced-playouts", "2",
+                        "--root-dirichlet", "0.25")
     saved = yaml.safe_load((run / "config.yaml").read_text())
     assert saved["forced_playouts"] == 2.0 and saved["root_dirichlet"] == 0.25
     assert read_shard(shard_path(run, 0)).n_positions > 0

@@ -19,6 +19,7 @@ from colony_training.zero import train as zero_train
 from colony_training.zero.config import ZeroConfig
 from colony_training.zero.replay import read_shard, shard_path, write_shard
 from colony_training.zero.selfplay import GameData, play_games
+from helpers import tiny_zero_run
 
 # Deterministic roots (no Gumbel noise), so a stored position's search can be repeated on its own.
 FULL = SearchConfig(simulations=8, max_considered=4, gumbel_scale=0.0)
@@ -127,13 +128,8 @@ def test_playout_cap_settings_are_checked(settings, key):
 
 
 def test_tiny_run_with_playout_caps(tmp_path):
-    out = tmp_path / "runs"
-    argv = ["--out-dir", str(out), "--generations", "1", "--no-progress", "--channels", "8", "--blocks", "1",
-            "--games-per-generation", "2", "--parallel-games", "2", "--simulations", "4", "--max-considered", "4",
-            "--fast-simulations", "2", "--full-search-prob", "0.5", "--workers", "1", "--max-plies", "40",
-            "--eval-games", "2", "--eval-every", "0", "--batch-size", "32", "--keep-checkpoints", "1"]
-    assert zero_train.main(argv) == 0
-    run = next(out.iterdir())
+    run = tiny_zero_run(tmp_path / "runs", "--simulations", "4", "--max-considered", "4", "--fast-simulations", "2",
+                        "--full-search-prob", "0.5")
     shard = read_shard(shard_path(run, 0))
     assert 0 < shard.full_search.sum() < shard.n_positions
     assert (run / "checkpoints" / "latest.pt").is_file()

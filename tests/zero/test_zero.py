@@ -496,14 +496,11 @@ def test_greedy_imitation_probe_labels_greedys_best_set_and_writes_a_playable_ch
 def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
     """The probe's check: greedy itself (ties at random) is always in its own best set; a uniformly random
     player hits it as often as the uniform share says, up to noise; every position lands in one bucket."""
-    import importlib.util
-
     from colony_env.agents.greedy import GreedyAgent
     from colony_env.agents.random_agent import RandomAgent
+    from helpers import load_example
 
-    spec = importlib.util.spec_from_file_location("greedy_imitation_probe", REPO / "examples" / "greedy_imitation_probe.py")
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_example("greedy_imitation_probe.py")
     rows = probe.best_set_agreement(GreedyAgent(), 4, 0.3, 80)
     assert {name for name, *_ in rows} <= {name for name, _ in probe.BEST_SET_BUCKETS}
     assert all(hit == 1.0 for _, _, hit, _ in rows)
