@@ -86,7 +86,8 @@ CHECK_SEED = 12345  # the check's games: not the fitting's (--seed) nor the eval
 BEST_SET_BUCKETS = (("all legal moves", 1.0), ("over half of them", 0.5), ("10-50%", 0.1), ("10% or fewer", 0.0))
 
 
-def best_set_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> list[tuple[str, int, float, float]]:
+def best_set_agreement(agent: PolicyAgent, games: int, eps: float,
+                       max_plies: int) -> list[tuple[str, int, float, float]]:
     """(bucket, positions, share where the policy's move is in greedy's best set, the same for a uniformly random
     move) over the positions of `games` greedy games (eps-random), bucketed by the best set's share of the legal
     moves (BEST_SET_BUCKETS). The policy plays as `colony-eval` plays it (most likely move, near-ties at random);
@@ -145,7 +146,8 @@ def value_ranking(model: PolicyValueNet, games: int, eps: float, max_plies: int)
 
 
 def print_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> None:
-    print(f"the policy's move in greedy's best set, positions of {games} other games, by the best set's share of the legal moves:")
+    print(f"the policy's move in greedy's best set, positions of {games} other games, "
+          "by the best set's share of the legal moves:")
     for name, n, hit, uniform in best_set_agreement(agent, games, eps, max_plies):
         print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
 
@@ -169,7 +171,8 @@ def main() -> None:
     ap.add_argument("--eval-seed", type=int, default=9101)
     ap.add_argument("--seed", type=int, default=0, help="seed of the games, the batches and the weights")
     ap.add_argument("--out", type=Path, help="folder for imitation.pt (needed unless --check)")
-    ap.add_argument("--check-games", type=int, default=60, help="games whose positions the agreement check uses (0: none)")
+    ap.add_argument("--check-games", type=int, default=60,
+                    help="games whose positions the agreement check uses (0: none)")
     ap.add_argument("--check", type=Path, metavar="CHECKPOINT", help="only the agreement check, on this saved network")
     args = ap.parse_args()
     if args.check_games < 0 or (args.check and args.check_games < 1):

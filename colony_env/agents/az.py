@@ -132,7 +132,8 @@ class SearchConfig:
         if self.root_dirichlet > 1:
             raise ValueError(f"root_dirichlet is a share in [0, 1], got {self.root_dirichlet!r}")
         if (self.forced_playouts or self.root_dirichlet) and self.root != "puct":
-            raise ValueError("forced_playouts and root_dirichlet belong to the PUCT root: set root='puct' or leave them 0")
+            raise ValueError("forced_playouts and root_dirichlet belong to the PUCT root: "
+                             "set root='puct' or leave them 0")
 
 
 def pruned_visits(visits: np.ndarray, q: np.ndarray, prior: np.ndarray, root_visits: int, c_puct: float,
@@ -247,8 +248,9 @@ class BatchedSearch:
 
         def step() -> None:
             nonlocal pool_action, pool_logit, pool_child
-            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.forced_playouts, cfg.c_visit, cfg.c_scale, cfg.rescale_q, self._table,
-                              n_considered, root_gumbel, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
+            _az.select_leaves(active, root_mode, cfg.c_puct, cfg.forced_playouts, cfg.c_visit, cfg.c_scale,
+                              cfg.rescale_q, self._table, n_considered, root_gumbel, node_state, node_visits,
+                              node_wred, node_raw, node_first, node_nkids,
                               n_nodes, pool_action, pool_logit, pool_child, leaf, path, depth)
             k = _az.leaf_inputs(active, leaf, node_state, eval_index, in_states, in_obs, in_ids, in_counts)
             log_priors = np.zeros((0, 1), np.float64)

@@ -313,7 +313,8 @@ def test_root_dirichlet_noise_moves_the_search_not_the_reported_prior():
     """Noise changes where the visits go and is drawn from the generator (same seed, same search); the
     result's prior is the network's own."""
     s = midgame_states(1)[0]
-    plain = BatchedSearch(hashed_evaluator, SearchConfig(simulations=64, root="puct")).search([s], np.random.default_rng(0))[0]
+    plain = BatchedSearch(hashed_evaluator, SearchConfig(simulations=64, root="puct")).search(
+        [s], np.random.default_rng(0))[0]
     noisy = [BatchedSearch(hashed_evaluator, SearchConfig(simulations=64, root="puct", root_dirichlet=0.25)).search(
         [s], np.random.default_rng(seed))[0] for seed in (0, 0, 1)]
     np.testing.assert_array_equal(noisy[0].visits, noisy[1].visits)
