@@ -52,8 +52,10 @@ from colony_training.zero.selfplay import GameData
 FIT_CHUNK = 200  # steps between progress lines
 
 
-def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.random.Generator) -> GameData:
-    """Positions of `games` games of greedy play (eps-random), each labelled with greedy's best set."""
+def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.random.Generator,
+                              skip_ties: bool = False) -> GameData:
+    """Positions of `games` games of greedy play (eps-random), each labelled with greedy's best set; with
+    `skip_ties`, only those where that set is not every legal move (the others teach "be uniform")."""
     greedy = GreedyAgent()
     states, ids, probs, offsets = [], [], [], [0]
     for _ in range(games):
@@ -61,6 +63,10 @@ def greedy_labelled_positions(games: int, eps: float, max_plies: int, rng: np.ra
         while not state.is_over:
             legal, scores = greedy.scores(state)
             best = scores >= scores.max() - TIE_TOLERANCE
+            if skip_ties and best.all():  # the same draws as below (any move is a tied best): the same games
+                rng.random()
+                state = ce.apply_action(state, int(legal[rng.integers(len(legal))]))
+                continue
             packed = state.to_array()
             transposed = int(packed[I_TO_MOVE]) == 1  # blue sees the transposed board (canonical frame)
             states.append(packed)
@@ -166,6 +172,8 @@ def main() -> None:
     ap.add_argument("--max-plies", type=int, default=150, help="ply limit of those games (R6.2.4)")
     ap.add_argument("--minutes", type=float, default=12.0, help="CPU minutes of fitting (with --steps: whichever ends first)")
     ap.add_argument("--steps", type=int, default=0, help="fitting steps (0: no limit but --minutes)")
+    ap.add_argument("--skip-ties", action="store_true",
+                    help="fit only positions where greedy's best set is not every legal move")
     ap.add_argument("--learning-rate", type=float, default=2e-3)
     ap.add_argument("--eval-games", type=int, default=200, help="policy-alone games against greedy (even)")
     ap.add_argument("--eval-seed", type=int, default=9101)
@@ -200,7 +208,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     t0 = time.process_time()
-    data = greedy_labelled_positions(args.games, args.eps, args.max_plies, rng)
+    data = greedy_labelled_positions(args.games, args.eps, args.max_plies, rng, args.skip_ties)
     print(f"{data.n_positions} labelled positions from {args.games} games in {time.process_time() - t0:.0f} CPU s", flush=True)
     model = PolicyValueNet(OBS_CHANNELS, channels, blocks, target_features=True, global_pool=pool)
     cfg = ZeroConfig(batch_size=256, learning_rate=args.learning_rate, value_loss_coef=0.0)

@@ -501,6 +501,12 @@ def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
     from helpers import load_example
 
     probe = load_example("greedy_imitation_probe.py")
+    full = probe.greedy_labelled_positions(4, 0.3, 80, np.random.default_rng(3))
+    informative = probe.greedy_labelled_positions(4, 0.3, 80, np.random.default_rng(3), skip_ties=True)
+    label = lambda d, i: d.target_probs[d.offsets[i]:d.offsets[i + 1]]
+    keep = [i for i in range(full.n_positions) if label(full, i).min() < label(full, i).max()]
+    assert 0 < informative.n_positions == len(keep) < full.n_positions  # the same games, the tied positions left out
+    np.testing.assert_array_equal(informative.states, full.states[keep])
     rows = probe.best_set_agreement(GreedyAgent(), 4, 0.3, 80)
     assert {name for name, *_ in rows} <= {name for name, _ in probe.BEST_SET_BUCKETS}
     assert all(hit == 1.0 for _, _, hit, _ in rows)
