@@ -92,75 +92,73 @@ CHECK_SEED = 12345  # the check's games: not the fitting's (--seed) nor the eval
 BEST_SET_BUCKETS = (("all legal moves", 1.0), ("over half of them", 0.5), ("10-50%", 0.1), ("10% or fewer", 0.0))
 
 
-def best_set_agreement(agent: PolicyAgent, games: int, eps: float,
-                       max_plies: int) -> list[tuple[str, int, float, float]]:
-    """(bucket, positions, share where the policy's move is in greedy's best set, the same for a uniformly random
-    move) over the positions of `games` greedy games (eps-random), bucketed by the best set's share of the legal
-    moves (BEST_SET_BUCKETS). The policy plays as `colony-eval` plays it (most likely move, near-ties at random);
-    positions with one legal move are skipped."""
+def bucket(share: float) -> str:
+    """The BEST_SET_BUCKETS name of a best set that is this share of the legal moves."""
+    return next(name for name, low in BEST_SET_BUCKETS if share > low or share == low == 1.0)
+
+
+def check_positions(games: int, eps: float, max_plies: int) -> list[tuple[ce.GameState, np.ndarray, np.ndarray]]:
+    """(position, its legal actions, greedy's best set as a mask over them) for the positions with more than one
+    legal move of `games` greedy games (eps-random) from CHECK_SEED: the labels of `greedy_labelled_positions`,
+    which list the legal actions in the engine's order."""
     data = greedy_labelled_positions(games, eps, max_plies, np.random.default_rng(CHECK_SEED))
-    greedy, rng = GreedyAgent(), np.random.default_rng(CHECK_SEED + 1)
+    out = []
+    for p, packed in enumerate(data.states):
+        best = data.target_probs[data.offsets[p]:data.offsets[p + 1]] > 0
+        if len(best) > 1:
+            state = ce.GameState.from_array(packed)
+            out.append((state, ce.legal_actions(state), best))
+    return out
+
+
+def best_set_agreement(agent: PolicyAgent, positions: list) -> list[tuple[str, int, float, float]]:
+    """(bucket, positions, share where the policy's move is in greedy's best set, the same for a uniformly random
+    move) over `check_positions`, bucketed by the best set's share of the legal moves (BEST_SET_BUCKETS). The
+    policy plays as `colony-eval` plays it (most likely move, near-ties at random)."""
+    rng = np.random.default_rng(CHECK_SEED + 1)
     counts = {name: [0, 0, 0.0] for name, _ in BEST_SET_BUCKETS}
-    for packed in data.states:
-        state = ce.GameState.from_array(packed)
-        legal, scores = greedy.scores(state)
-        if len(legal) < 2:
-            continue
-        best = scores >= scores.max() - TIE_TOLERANCE
-        share = float(best.mean())
-        move = agent.act(state, rng)
-        name = next(n for n, low in BEST_SET_BUCKETS if share > low or (low == 1.0 and share == 1.0))
-        counts[name][0] += 1
-        counts[name][1] += int(best[np.flatnonzero(legal == move)[0]])
-        counts[name][2] += share
+    for state, legal, best in positions:
+        row = counts[bucket(float(best.mean()))]
+        row[0] += 1
+        row[1] += int(best[np.flatnonzero(legal == agent.act(state, rng))[0]])
+        row[2] += float(best.mean())
     return [(name, n, hit / n, uniform / n) for name, (n, hit, uniform) in counts.items() if n]
 
 
-def value_ranking(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> list[tuple[str, int, float]]:
-    """(bucket, positions, ranking) where greedy's best set is not every legal move: how often the network's value
-    of the position after one of greedy's best moves is above its value after one of the others (a pair drawn at
-    random; ties count half; 0.5 = the value cannot tell them apart), averaged over positions. Values are for
-    the position's mover (the colour to move after the move may be the other or, in grace, the same, R6.3);
-    a finished game is scored exactly (R7.4)."""
-    data = greedy_labelled_positions(games, eps, max_plies, np.random.default_rng(CHECK_SEED))
+def value_ranking(model: PolicyValueNet, positions: list) -> list[tuple[str, int, float]]:
+    """(bucket, positions, ranking) over the `check_positions` where greedy's best set is not every legal move:
+    how often the network's value of the position after one of greedy's best moves is above its value after one
+    of the others (a pair drawn at random; ties count half; 0.5 = the value cannot tell them apart), averaged over
+    positions. Values are for the position's mover (the colour to move after the move may be the other or, in
+    grace, the same, R6.3); a finished game is scored exactly (R7.4)."""
     evaluator = NetworkEvaluator(model.eval(), trace=False)
-    greedy = GreedyAgent()
     sums: dict[str, list[float]] = {}
-    for packed in data.states:
-        state = ce.GameState.from_array(packed)
-        legal, scores = greedy.scores(state)
-        best = scores >= scores.max() - TIE_TOLERANCE
-        share = float(best.mean())
-        if len(legal) < 2 or share == 1.0:
+    for state, legal, best in positions:
+        if best.all():
             continue
-        mover = int(packed[I_TO_MOVE])
+        mover = int(state.to_move)
         children = [ce.apply_action(state, int(a)) for a in legal]
-        values = np.zeros(len(children))
+        values = np.array([c.rewards()[mover] if c.is_over else 0.0 for c in children])
         ongoing = [i for i, c in enumerate(children) if not c.is_over]
-        for i, c in enumerate(children):
-            if c.is_over:
-                values[i] = c.rewards()[mover]
         if ongoing:
             _, v = evaluator(*leaf_batch([children[i] for i in ongoing]))
             sign = np.array([1.0 if children[i].to_move == mover else -1.0 for i in ongoing])
             values[ongoing] = sign * v
         good, bad = values[best], values[~best]
         above = (good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean()
-        name = next(n for n, low in BEST_SET_BUCKETS if share > low)
-        sums.setdefault(name, []).append(float(above))
+        sums.setdefault(bucket(float(best.mean())), []).append(float(above))
     return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
 
 
-def print_agreement(agent: PolicyAgent, games: int, eps: float, max_plies: int) -> None:
+def run_check(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> None:
+    """Print `best_set_agreement` and `value_ranking` of a network on the positions of `games` check games."""
+    positions = check_positions(games, eps, max_plies)
     print(f"the policy's move in greedy's best set, positions of {games} other games, "
           "by the best set's share of the legal moves:")
-    for name, n, hit, uniform in best_set_agreement(agent, games, eps, max_plies):
+    for name, n, hit, uniform in best_set_agreement(PolicyAgent(model, name="policy"), positions):
         print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
-
-
-def print_value_ranking(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> None:
     print("the value after one of greedy's best moves above the value after one of the others (0.5: blind):")
-    for name, n, ranking in value_ranking(model, games, eps, max_plies):
+    for name, n, ranking in value_ranking(model, positions):
         print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
 
 
@@ -191,8 +189,7 @@ def main() -> None:
             model = load_model(args.check)[0]
         except (CheckpointError, OSError) as e:
             ap.error(f"--check {str(args.check)!r}: {e}")
-        print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
-        print_value_ranking(model, args.check_games, args.eps, args.max_plies)
+        run_check(model, args.check_games, args.eps, args.max_plies)
         return
     if args.out is None:
         ap.error("--out is required (the folder for imitation.pt), unless --check")
@@ -228,8 +225,7 @@ def main() -> None:
     print(f"imitation {args.shape} ({steps} steps) against greedy: {pair.wins} / {pair.draws} / {pair.losses}, "
           f"score {pair.score:.3f}; wrote {path}", flush=True)
     if args.check_games:
-        print_agreement(PolicyAgent(model, name="policy"), args.check_games, args.eps, args.max_plies)
-        print_value_ranking(model, args.check_games, args.eps, args.max_plies)
+        run_check(model, args.check_games, args.eps, args.max_plies)
 
 
 if __name__ == "__main__":

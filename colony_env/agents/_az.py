@@ -170,11 +170,7 @@ def forced_child(
     below its n_forced; -1 if there is none (then PUCT chooses)."""
     base = node_first[b, 0]
     n = node_nkids[b, 0]
-    total = 0
-    for i in range(n):
-        c = pool_child[b, base + i]
-        if c >= 0:
-            total += node_visits[b, c]
+    total = node_visits[b, 0] - 1  # every simulation after the root's own evaluation went through one child
     pick = -1
     worst = 0.0
     for i in range(n):

@@ -136,20 +136,18 @@ class SearchConfig:
                              "set root='puct' or leave them 0")
 
 
-def pruned_visits(visits: np.ndarray, q: np.ndarray, prior: np.ndarray, root_visits: int, c_puct: float,
-                  forced_k: float) -> np.ndarray:
+def pruned_visits(visits: np.ndarray, q: np.ndarray, prior: np.ndarray, best: int, root_visits: int,
+                  c_puct: float, forced_k: float) -> np.ndarray:
     """KataGo's policy target pruning (Wu 2019, section 3.2): the root's visit counts less the forced playouts.
 
-    For every child c but the most visited c*, up to n_forced(c) = sqrt(k P(c) sum N) visits are taken away
-    as long as c's PUCT value stays below c*'s (so that they are visits PUCT alone would not have given it),
-    and a child left with at most one visit is dropped. float64[n], same order; c* keeps its count.
-    """
+    For every child c but c* = `best` (the move played: the most visited), up to n_forced(c) = sqrt(k P(c) sum N)
+    visits are taken away as long as c's PUCT value stays below c*'s (so that they are visits PUCT alone would
+    not have given it), and a child left with at most one visit is dropped. float64[n], same order; c* keeps its
+    count."""
     n = visits.astype(np.float64)
     total = n.sum()
     if total <= 0:
         return n
-    top = np.flatnonzero(visits == visits.max())
-    best = int(top[int(np.argmax(q[top]))])  # the move PUCT plays: most visited, then best value
     sqrt_n = math.sqrt(root_visits)
     explore = c_puct * prior * sqrt_n
     best_u = q[best] + explore[best] / (1.0 + n[best])
@@ -324,11 +322,11 @@ class BatchedSearch:
                                        cfg.c_visit, cfg.c_scale, cfg.rescale_q)
             pick = int(np.argmax(scores))
         else:
-            target = (pruned_visits(visits, q, prior, int(node_visits[b, 0]), cfg.c_puct, cfg.forced_playouts)
-                      if cfg.forced_playouts else visits)
-            policy = target / target.sum()
             best = np.flatnonzero(visits == visits.max())
             pick = int(best[int(np.argmax(q[best]))])
+            target = (pruned_visits(visits, q, prior, pick, int(node_visits[b, 0]), cfg.c_puct, cfg.forced_playouts)
+                      if cfg.forced_playouts else visits)
+            policy = target / target.sum()
         if clean_logits is not None:
             prior = np.exp(clean_logits)  # the network's prior, not the noise the search mixed in
         action = int(TRANSPOSE_ACTIONS[actions[pick]] if colour == 1 else actions[pick])  # the one id mapped back

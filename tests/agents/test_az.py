@@ -280,7 +280,7 @@ def test_pruned_visits_take_away_only_forced_visits():
     q = np.array([0.5, -0.5, 0.55, -0.5, 0.0])
     prior = np.array([0.4, 0.2, 0.2, 0.1, 0.1])
     root = int(visits.sum()) + 1
-    out = pruned_visits(visits, q, prior, root, c_puct=1.25, forced_k=2.0)
+    out = pruned_visits(visits, q, prior, 0, root, c_puct=1.25, forced_k=2.0)
     total = visits.sum()
     assert out[0] == 40
     best_u = q[0] + 1.25 * prior[0] * np.sqrt(root) / 41
@@ -290,7 +290,7 @@ def test_pruned_visits_take_away_only_forced_visits():
     assert out[2] == 6  # its value alone is above c*'s PUCT value: its visits were earned
     assert out[3] == 0  # reduced to at most one visit: dropped
     assert out[4] == 0
-    np.testing.assert_array_equal(pruned_visits(np.zeros(3, np.int64), np.zeros(3), np.ones(3) / 3, 1, 1.25, 2.0),
+    np.testing.assert_array_equal(pruned_visits(np.zeros(3, np.int64), np.zeros(3), np.ones(3) / 3, 0, 1, 1.25, 2.0),
                                   np.zeros(3))
 
 

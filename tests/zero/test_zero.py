@@ -507,14 +507,15 @@ def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
     keep = [i for i in range(full.n_positions) if label(full, i).min() < label(full, i).max()]
     assert 0 < informative.n_positions == len(keep) < full.n_positions  # the same games, the tied positions left out
     np.testing.assert_array_equal(informative.states, full.states[keep])
-    rows = probe.best_set_agreement(GreedyAgent(), 4, 0.3, 80)
+    positions = probe.check_positions(4, 0.3, 80)
+    rows = probe.best_set_agreement(GreedyAgent(), positions)
     assert {name for name, *_ in rows} <= {name for name, _ in probe.BEST_SET_BUCKETS}
     assert all(hit == 1.0 for _, _, hit, _ in rows)
     assert dict((name, uniform) for name, _, _, uniform in rows)["all legal moves"] == 1.0
-    rows = probe.best_set_agreement(RandomAgent(), 4, 0.3, 80)
+    rows = probe.best_set_agreement(RandomAgent(), positions)
     n, hits, expected = (sum(r[1] for r in rows), sum(r[1] * r[2] for r in rows), sum(r[1] * r[3] for r in rows))
     assert abs(hits - expected) < 4 * 0.5 * np.sqrt(n)  # 4 standard deviations of a sum of n coin flips at most
     net = PolicyValueNet(OBS_CHANNELS, channels=4, blocks=1, target_features=True)
-    ranking = probe.value_ranking(net, 4, 0.3, 80)  # a fresh value head: every value about 0, ties count half
+    ranking = probe.value_ranking(net, positions)  # a fresh value head: every value about 0, ties count half
     assert ranking and all(name != "all legal moves" for name, *_ in ranking)
     assert all(0.0 <= r <= 1.0 for *_, r in ranking)
