@@ -16,7 +16,7 @@ it); this module only adapts the rules engine (`colony_env.engine`) to the AEC A
 | Agents             | 2                                                      |
 | Action Shape       | (1,)                                                   |
 | Action Values      | Discrete(16001)                                        |
-| Observation Shape  | (10, 10, 26)                                           |
+| Observation Shape  | (10, 10, 30)                                           |
 | Observation Values | [0, 1]                                                 |
 
 `player_0` plays red (start edges North and South, moves first), `player_1` plays blue
@@ -55,7 +55,7 @@ agent's action, `env.unwrapped.env_action(agent, board_action)` the reverse.
 The observation is a dictionary with an `'observation'` element, the planes below, and
 an `'action_mask'` element, the legal actions.
 
-The main observation is `float32[10, 10, 26]`: 26 planes over the board, **channels
+The main observation is `float32[10, 10, 30]`: 30 planes over the board, **channels
 last** as in the other classic environments, in the **board frame** (row 0 North,
 column 0 West; the same frame as the action ids; with `canonical=True`, `player_1`'s
 planes are transposed) and from the **observing agent's point of view** ("own" /
@@ -87,6 +87,10 @@ does not change the env (they are copies of the env's cached encoding).
 | 23    | grace moves left / 3 (R6.3), constant                                        |
 | 24    | the last action was a pass (one more pass ends the game, R6.2), constant     |
 | 25    | ply / max_plies (the ply limit ends the game, R6.2), constant                |
+| 26    | own exact reach: empty cells an own unconnected satellite lands on exactly its value away (where a connection move can land, R4.1), the largest such value / 4 |
+| 27    | opponent exact reach, the same for the opponent's satellites                 |
+| 28    | own reach: empty cells an own unconnected satellite lands on 1 to its value away (R4.1), the largest such value / 4 |
+| 29    | opponent reach, the same for the opponent's satellites                       |
 
 #### Legal Actions Mask
 
@@ -97,7 +101,7 @@ game is over.
 ### Global state
 
 `env.state()` (PettingZoo's global state, e.g. for a centralised critic) is
-`float32[10, 10, 26]` in `env.state_space`: the planes of the whole position in the
+`float32[10, 10, 30]` in `env.state_space`: the planes of the whole position in the
 **board frame** from `player_0`'s (red's) side, "own" = red, "opponent" = blue. The
 game has no hidden information, so this is the complete position; it is the same in
 both views and a fresh array on every call. The engine's immutable `GameState` is
@@ -279,7 +283,7 @@ class raw_env(AECEnv, EzPickle):
         return self.action_spaces[agent]
 
     def state(self) -> np.ndarray:
-        """PettingZoo's global state: `float32[10, 10, 26]` planes of the whole position in the
+        """PettingZoo's global state: `float32[10, 10, 30]` planes of the whole position in the
         board frame from red's (`player_0`'s) side; a fresh array (the game has no hidden
         information, so this is the complete position)."""
         planes = np.empty((OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE), np.float32)

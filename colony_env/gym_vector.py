@@ -3,7 +3,7 @@
     >>> import gymnasium, numpy as np, colony_env
     >>> envs = gymnasium.make_vec("colony_env/ColonySingleAgent-v0", num_envs=256,
     ...                           vectorization_mode="vector_entry_point", opponent="random")
-    >>> obs, infos = envs.reset(seed=0)                      # float32[256, 26, 10, 10]
+    >>> obs, infos = envs.reset(seed=0)                      # float32[256, 30, 10, 10]
     >>> masks = infos["action_mask"]                         # bool[256, 16001], also envs.call("action_masks")
     >>> rng = np.random.default_rng(0)
     >>> actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
@@ -19,7 +19,7 @@ N games are computed in compiled passes over the packed states, not one env at a
 
 Gymnasium's conventions, exactly:
 
-* `single_observation_space` `Box(0, 1, (26, 10, 10), float32)`, `single_action_space`
+* `single_observation_space` `Box(0, 1, (30, 10, 10), float32)`, `single_action_space`
   `Discrete(16001)`; the batched `observation_space` / `action_space` from `batch_space`.
 * `step` returns `(obs, rewards float64[N], terminations bool[N], truncations bool[N],
   infos)`; `terminated` at a game end (R6.2), `truncated` at the ply limit (rewards still

@@ -31,6 +31,16 @@ a convolutional network sees them at every cell.
 | 23    | grace moves left / 3 (R6.3), constant                                        |
 | 24    | the last action was a pass (one more pass ends the game, R6.2), constant     |
 | 25    | ply / max_plies (the ply limit ends the game, R6.2), constant                |
+| 26    | own exact reach: empty cells an own unconnected satellite lands on exactly its value away (where a connection move can land, R4.1), the largest such value / 4 |
+| 27    | opponent exact reach, the same for the opponent's satellites                 |
+| 28    | own reach: empty cells an own unconnected satellite lands on 1 to its value away (R4.1), the largest such value / 4 |
+| 29    | opponent reach, the same for the opponent's satellites                       |
+
+Planes 26-29 give the reach of moves (satellites jump, R4.1) to every cell: without them a network's
+3 x 3 convolutions need several layers to tell which cells a satellite four cells away reaches, which
+is what tells a move that hands the opponent a connection from a safe one. They ignore the other
+legality conditions (connections unlocked, R5), so they describe geometry and decide no rule. A
+network trained before they were added reads the first 26 planes (`training/model.py`).
 
 There is no plane for the observer's colour on purpose: the rules are invariant under
 the transpose that swaps the colours (`symmetry.py`), so a colour plane would only let
@@ -82,7 +92,11 @@ P_OPP_FINISHED = P_COLONY + 12
 P_GRACE = P_COLONY + 13
 P_LAST_PASS = P_COLONY + 14
 P_PLY = P_COLONY + 15
-OBS_CHANNELS = P_PLY + 1  # 26
+P_OWN_EXACT = P_PLY + 1
+P_OPP_EXACT = P_PLY + 2
+P_OWN_REACH = P_PLY + 3
+P_OPP_REACH = P_PLY + 4
+OBS_CHANNELS = P_OPP_REACH + 1  # 30
 
 PLANE_NAMES: tuple[str, ...] = (
     "own_1", "own_2", "own_3", "own_4",
@@ -90,7 +104,7 @@ PLANE_NAMES: tuple[str, ...] = (
     "own_connected", "opp_connected", "colony", "own_controls", "opp_controls",
     "nobody_controls", "crowned", "component_size", "own_contact", "opp_contact",
     "own_edges", "unlocked", "to_move", "own_finished", "opp_finished", "grace_left",
-    "last_pass", "ply_progress",
+    "last_pass", "ply_progress", "own_exact_reach", "opp_exact_reach", "own_reach", "opp_reach",
 )  # fmt: skip
 assert len(PLANE_NAMES) == OBS_CHANNELS
 OBS_SHAPE = (OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE)
@@ -120,7 +134,8 @@ def encode_given(
     me = 1 if colour == 0 else -1
     cells = _TRANSPOSED if transpose else _IDENTITY
     flat = out.reshape(OBS_CHANNELS * N_CELLS)  # plane p, cell i -> p * N_CELLS + cells[i]
-    flat[: P_UNLOCKED * N_CELLS] = 0.0  # the constant planes after it are written in full below
+    flat[: P_UNLOCKED * N_CELLS] = 0.0
+    flat[P_OWN_EXACT * N_CELLS :] = 0.0  # the constant planes after it are written in full below
     # Occupied cells, gathered without branching on the board (about 24 of 100).
     sats = np.empty(N_CELLS, np.int64)
     n_sats = 0
@@ -163,6 +178,28 @@ def encode_given(
         flat[P_COLONY * N_CELLS + cell] = in_colony
         flat[ctrl_plane[lab] * N_CELLS + cell] = in_colony
         flat[P_CROWNED * N_CELLS + cell] = sz == MAX_COMPONENT
+    # Reach (R4.1): the empty cells an unconnected satellite (R3.2) lands on exactly its value away (where a
+    # connection move may land) and at most its value away; the plane holds the largest such value / 4.
+    for k in range(n_sats):
+        i = sats[k]
+        v = board[i]
+        opp = v * me < 0
+        value = v if v > 0 else -v
+        if flat[(P_OWN_CONNECTED + opp) * N_CELLS + cells[i]] != 0.0:
+            continue
+        exact = (P_OWN_EXACT + opp) * N_CELLS
+        reach = (P_OWN_REACH + opp) * N_CELLS
+        for d in range(8):
+            for step in range(value):
+                t = _core.RAY[i, d, step]
+                if t < 0:
+                    break
+                if board[t] != 0:
+                    continue
+                c = cells[t]
+                flat[reach + c] = max(flat[reach + c], value / MAX_VALUE)
+                if step == value - 1:
+                    flat[exact + c] = max(flat[exact + c], value / MAX_VALUE)
     # Own edges (R2.3): red's are rows 0/9, blue's columns 0/9; in blue's transposed
     # frame they become rows, so the plane shows rows iff (red) xor (transposed).
     rows = (colour == 0) != transpose

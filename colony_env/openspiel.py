@@ -33,9 +33,9 @@ R4.3). The game is terminal at every end of R6.2, including the ply limit `max_p
 (OpenSpiel has no truncation; the rewards of R7.4 are paid there too). Returns are +1 /
 -1 for the winner / loser and 0 for both on a draw (`ZERO_SUM`, `TERMINAL` rewards).
 
-**Observations.** `observation_tensor(player)` is `float32[26 * 10 * 10]`: the planes of
+**Observations.** `observation_tensor(player)` is `float32[30 * 10 * 10]`: the planes of
 `colony_env.observation` from `player`'s side in the board frame (channels first,
-reshape to `[26, 10, 10]`); all zeros while the setup is being dealt.
+reshape to `[30, 10, 10]`); all zeros while the setup is being dealt.
 `observation_string` and `information_state_string` (the game has perfect information)
 are the engine's board text. `serialize_game_and_state` / `deserialize_game_and_state`
 replay the action history, which fixes the state (chance outcomes included).

@@ -3,7 +3,7 @@
     >>> from sb3_contrib import MaskablePPO                     # doctest: +SKIP
     >>> from colony_env.wrappers import ColonySingleAgentEnv
     >>> env = ColonySingleAgentEnv(opponent=None, learner_colour="random")
-    >>> obs, info = env.reset(seed=0)                          # float32[26, 10, 10]
+    >>> obs, info = env.reset(seed=0)                          # float32[30, 10, 10]
     >>> mask = env.action_masks()                              # bool[16001], what MaskablePPO reads
     >>> obs, reward, terminated, truncated, info = env.step(int(mask.nonzero()[0][0]))
     >>> import gymnasium, colony_env                           # the same through the registry
@@ -11,7 +11,7 @@
 
 The observation is the learner's **canonical view** (`symmetry.py`: red sees the board,
 blue its transpose, so the learner's edges always lie North and South), as the
-channels-first `Box(0, 1, (26, 10, 10), float32)` that Stable-Baselines3 consumes
+channels-first `Box(0, 1, (30, 10, 10), float32)` that Stable-Baselines3 consumes
 (`MlpPolicy` flattens it; a custom CNN can read the planes). Actions and
 `action_masks()` are in the same canonical frame; the wrapper maps them to the board
 frame for the engine. With `canonical=False` planes, actions and mask stay in the board

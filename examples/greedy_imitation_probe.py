@@ -21,6 +21,11 @@ after one of the others (0.5: blind). `--check CHECKPOINT` runs that part alone 
 
     python examples/greedy_imitation_probe.py --check DIR/imitation.pt --check-games 60
 
+`--check-playouts N` adds the same ranking for the mean of N uniformly random playouts after each move (the
+quick start's value target, `value_rollouts`); without `--check` or `--out` it runs alone:
+
+    python examples/greedy_imitation_probe.py --check-playouts 16 --check-games 60
+
 If even this supervised copy of `greedy` scores well under 0.5 against it, no self-play recipe
 with the same network and budget can be expected to do better through its policy alone.
 docs/zero.md ("One CPU-hour from scratch") has the runs of it.
@@ -36,6 +41,7 @@ import numpy as np
 import torch
 
 import colony_env as ce
+from colony_env.agents._search import rollout_mover_means
 from colony_env.agents.greedy import TIE_TOLERANCE, GreedyAgent
 from colony_env.constants import I_TO_MOVE, N_CELLS
 from colony_env.frame import to_frame
@@ -150,21 +156,51 @@ def value_ranking(model: PolicyValueNet, positions: list) -> list[tuple[str, int
     return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
 
 
-def run_check(model: PolicyValueNet, games: int, eps: float, max_plies: int) -> None:
-    """Print `best_set_agreement` and `value_ranking` of a network on the positions of `games` check games."""
+def playout_ranking(positions: list, playouts: int) -> list[tuple[str, int, float]]:
+    """`value_ranking` for the mean result of `playouts` uniformly random playouts (colony-zero's `value_rollouts`
+    target) instead of a network's value, on one pair per position (a best move and another, drawn at random)."""
+    rng = np.random.default_rng(CHECK_SEED + 2)
+    sums: dict[str, list[float]] = {}
+    for state, legal, best in positions:
+        if best.all():
+            continue
+        mover = int(state.to_move)
+        pair = (rng.choice(np.flatnonzero(best)), rng.choice(np.flatnonzero(~best)))
+        values = []
+        for i in pair:
+            child = ce.apply_action(state, int(legal[i]))
+            if child.is_over:
+                values.append(child.rewards()[mover])
+            else:
+                mean = rollout_mover_means(child.to_array()[None], playouts, int(rng.integers(2**31)))[0]
+                values.append(mean if int(child.to_move) == mover else -mean)
+        sums.setdefault(bucket(float(best.mean())), []).append(float(np.sign(values[0] - values[1]) + 1) / 2)
+    return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
+
+
+def run_check(model: PolicyValueNet | None, games: int, eps: float, max_plies: int, playouts: int = 0) -> None:
+    """Print `best_set_agreement` and `value_ranking` of a network (if any) and `playout_ranking` (if `playouts`)
+    on the positions of `games` check games."""
     positions = check_positions(games, eps, max_plies)
-    print(f"the policy's move in greedy's best set, positions of {games} other games, "
-          "by the best set's share of the legal moves:")
-    for name, n, hit, uniform in best_set_agreement(PolicyAgent(model, name="policy"), positions):
-        print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
-    print("the value after one of greedy's best moves above the value after one of the others (0.5: blind):")
-    for name, n, ranking in value_ranking(model, positions):
-        print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
+    if model is not None:
+        print(f"the policy's move in greedy's best set, positions of {games} other games, "
+              "by the best set's share of the legal moves:")
+        for name, n, hit, uniform in best_set_agreement(PolicyAgent(model, name="policy"), positions):
+            print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
+        print("the value after one of greedy's best moves above the value after one of the others (0.5: blind):")
+        for name, n, ranking in value_ranking(model, positions):
+            print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
+    if playouts:
+        print(f"the mean of {playouts} random playouts after one of greedy's best moves above it after one of the others:")
+        for name, n, ranking in playout_ranking(positions, playouts):
+            print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", default="32x2", help="trunk CHANNELSxBLOCKS, e.g. 32x2, or 32x2g with global pooling (target features on, as colony-zero's)")
+    ap.add_argument("--planes", type=int, default=OBS_CHANNELS,
+                    help=f"observation planes the network reads, the first N of the encoder's {OBS_CHANNELS}")
     ap.add_argument("--games", type=int, default=1500, help="games of greedy play to label")
     ap.add_argument("--eps", type=float, default=0.3, help="share of random moves in those games")
     ap.add_argument("--max-plies", type=int, default=150, help="ply limit of those games (R6.2.4)")
@@ -180,23 +216,29 @@ def main() -> None:
     ap.add_argument("--check-games", type=int, default=60,
                     help="games whose positions the agreement check uses (0: none)")
     ap.add_argument("--check", type=Path, metavar="CHECKPOINT", help="only the agreement check, on this saved network")
+    ap.add_argument("--check-playouts", type=int, default=0, metavar="N",
+                    help="also rank greedy's best moves by the mean of N random playouts (alone without --check/--out)")
     args = ap.parse_args()
-    if args.check_games < 0 or (args.check and args.check_games < 1):
-        ap.error("--check-games takes an integer >= 0 (>= 1 with --check)")
-    if args.check:
+    if args.check_games < 0 or ((args.check or args.check_playouts) and args.check_games < 1) or args.check_playouts < 0:
+        ap.error("--check-games takes an integer >= 0 (>= 1 with --check or --check-playouts), --check-playouts >= 0")
+    if args.check or (args.check_playouts and args.out is None):
         torch.set_num_threads(1)
-        try:
-            model = load_model(args.check)[0]
-        except (CheckpointError, OSError) as e:
-            ap.error(f"--check {str(args.check)!r}: {e}")
-        run_check(model, args.check_games, args.eps, args.max_plies)
+        model = None
+        if args.check:
+            try:
+                model = load_model(args.check)[0]
+            except (CheckpointError, OSError) as e:
+                ap.error(f"--check {str(args.check)!r}: {e}")
+        run_check(model, args.check_games, args.eps, args.max_plies, args.check_playouts)
         return
     if args.out is None:
-        ap.error("--out is required (the folder for imitation.pt), unless --check")
+        ap.error("--out is required (the folder for imitation.pt), unless --check or --check-playouts")
     try:
         channels, blocks, pool = parse_shape(args.shape)
     except ValueError as e:
         ap.error(str(e))
+    if not 1 <= args.planes <= OBS_CHANNELS:
+        ap.error(f"--planes takes an integer in [1, {OBS_CHANNELS}]")
     if args.games < 1 or args.max_plies < 1 or args.steps < 0 or not args.minutes > 0 or not 0.0 <= args.eps <= 1.0:
         ap.error("--games and --max-plies take integers >= 1, --steps >= 0, --minutes > 0, --eps a share in [0, 1]")
     if args.eval_games < 2 or args.eval_games % 2:
@@ -207,7 +249,7 @@ def main() -> None:
     t0 = time.process_time()
     data = greedy_labelled_positions(args.games, args.eps, args.max_plies, rng, args.skip_ties)
     print(f"{data.n_positions} labelled positions from {args.games} games in {time.process_time() - t0:.0f} CPU s", flush=True)
-    model = PolicyValueNet(OBS_CHANNELS, channels, blocks, target_features=True, global_pool=pool)
+    model = PolicyValueNet(args.planes, channels, blocks, target_features=True, global_pool=pool)
     cfg = ZeroConfig(batch_size=256, learning_rate=args.learning_rate, value_loss_coef=0.0)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     t1, steps = time.process_time(), 0
@@ -225,7 +267,7 @@ def main() -> None:
     print(f"imitation {args.shape} ({steps} steps) against greedy: {pair.wins} / {pair.draws} / {pair.losses}, "
           f"score {pair.score:.3f}; wrote {path}", flush=True)
     if args.check_games:
-        run_check(model, args.check_games, args.eps, args.max_plies)
+        run_check(model, args.check_games, args.eps, args.max_plies, args.check_playouts)
 
 
 if __name__ == "__main__":

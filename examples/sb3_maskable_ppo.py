@@ -5,7 +5,7 @@
 
 `colony_env.wrappers.ColonySingleAgentEnv` is a plain Gymnasium env: the learner plays one
 colour (drawn per game) against an opponent policy, sees its canonical view as
-`Box(0, 1, (26, 10, 10))`, acts in `Discrete(16001)` and exposes `action_masks()`, the
+`Box(0, 1, (30, 10, 10))`, acts in `Discrete(16001)` and exposes `action_masks()`, the
 method MaskablePPO looks for, so no `ActionMasker` glue is needed.
 
 **Masks and large action spaces.** Masked PPO on a large discrete space has a history of

@@ -7,7 +7,7 @@
 TorchRL env with one group per agent (`player_0` red, `player_1` blue). Per step and group the
 tensordict holds
 
-    (group, "observation", "observation")  float32[1, 10, 10, 26]  the env's planes (board frame)
+    (group, "observation", "observation")  float32[1, 10, 10, 30]  the env's planes (board frame)
     (group, "action_mask")                 bool[1, 16001]          legal actions of that agent
     (group, "mask")                        bool[1]                 True for the agent to move
     (group, "action")                      int64[1]                read only for the agent to move

@@ -88,6 +88,7 @@ def save_checkpoint(path: str | Path, model: PolicyValueNet, config: dict[str, A
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = current_format()
     payload.update(
+        observation=list(observation.PLANE_NAMES[: model.in_channels]),
         architecture=model.architecture(),
         model={k: v.detach().cpu() for k, v in model.state_dict().items()},
         config=dict(config),
@@ -143,6 +144,13 @@ def _torch_load(p: Path) -> Any:
         raise CheckpointError(f"{str(p)!r} is not a readable checkpoint (corrupt, truncated or another kind of file): {_first_line(e)}") from None
 
 
+def _plane_prefix(got: Any) -> bool:
+    """`got` names the first planes of this encoder (a network reads `obs[:, :in_channels]`, so one trained
+    before planes were appended to the table reads the planes it was trained on; `build_model` checks the width)."""
+    names = list(observation.PLANE_NAMES)
+    return isinstance(got, list) and 1 <= len(got) <= len(names) and _same(got, names[: len(got)])
+
+
 def _same(got: Any, want: Any) -> bool:
     """`got == want` for plain data, False (not an exception) for a tensor or another odd type."""
     if type(got) is not type(want):
@@ -187,11 +195,11 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{str(p)!r} is not a {CHECKPOINT_FORMAT} file")
     want = current_format()
     for key in ("format_version", "action_layout", "num_actions", "observation"):
-        if not _same(data.get(key), want[key]):
+        if not (_plane_prefix(data.get(key)) if key == "observation" else _same(data.get(key), want[key])):
             got = data.get(key)
             if key == "observation":
                 got = f"{len(got) if isinstance(got, list) else '?'} planes"
-                need = f"{len(want[key])} planes ({observation.__name__})"
+                need = f"the first planes of its {len(want[key])} ({observation.__name__})"
             else:
                 need = want[key]
             raise CheckpointError(
@@ -244,7 +252,10 @@ def build_model(data: dict[str, Any]) -> PolicyValueNet:
         model.load_state_dict(stored)
     except (KeyError, TypeError, RuntimeError) as e:
         raise CheckpointError(f"checkpoint weights do not match its architecture {str(arch)[:120]}: {_first_line(e)}") from None
-    if model.in_channels != observation.OBS_CHANNELS:
+    names = data.get("observation")  # a file's (checked by read_checkpoint); absent in a worker's in-memory copy
+    if isinstance(names, list) and model.in_channels != len(names):
+        raise CheckpointError(f"checkpoint network reads {model.in_channels} observation planes, its 'observation' names {len(names)}")
+    if model.in_channels > observation.OBS_CHANNELS:
         raise CheckpointError(f"checkpoint expects {model.in_channels} observation planes, the encoder has {observation.OBS_CHANNELS}")
     return model.eval()
 

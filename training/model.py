@@ -149,7 +149,7 @@ class PolicyValueNet(nn.Module):
 
     def _convolutions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(trunk output, value-conv features, policy-conv features): every convolution of the network."""
-        x = self.body(obs)
+        x = self.body(obs[:, : self.in_channels])
         return x, F.relu(self.value_conv(x)), F.relu(self.policy_conv(x))
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,

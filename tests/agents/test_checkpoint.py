@@ -42,6 +42,31 @@ def test_round_trip_keeps_weights_config_and_meta(tmp_path: Path) -> None:
     assert torch.equal(net.eval()(obs, ids)[0], loaded(obs, ids)[0])
 
 
+def test_a_network_of_the_first_planes_reads_only_those(tmp_path: Path) -> None:
+    """A network trained before planes were appended (e.g. the 26 before the reach planes) records the names it
+    reads, loads, and ignores the rest; a name list that is not the encoder's first planes, or that disagrees
+    with the network's input width, is refused in one line."""
+    torch.manual_seed(1)
+    net = PolicyValueNet(26, channels=8, blocks=1)
+    path = save_checkpoint(tmp_path / "old.pt", net, {}, {})
+    loaded, data = load_model(path)
+    assert data["observation"] == list(observation.PLANE_NAMES[:26]) and loaded.in_channels == 26
+    obs = torch.rand(2, observation.OBS_CHANNELS, 10, 10)
+    other = obs.clone()
+    other[:, 26:] = torch.rand(2, observation.OBS_CHANNELS - 26, 10, 10)
+    ids = torch.tensor([[0, 5, 16000]] * 2)
+    assert torch.equal(loaded(obs, ids)[0], loaded(other, ids)[0]) and torch.equal(loaded(obs, ids)[1], loaded(other, ids)[1])
+    raw = torch.load(path, weights_only=True)
+    for names, words in ((list(reversed(observation.PLANE_NAMES[:26])), "another format: observation"),
+                         (list(observation.PLANE_NAMES[:25]), "reads 26 observation planes, its 'observation' names 25")):
+        raw["observation"] = names
+        bad = tmp_path / "bad.pt"
+        torch.save(raw, bad)
+        with pytest.raises(CheckpointError, match=words) as e:
+            load_model(bad)
+        assert "\n" not in str(e.value)
+
+
 def test_policy_agent_plays_legal_moves(tmp_path: Path) -> None:
     path = save_checkpoint(tmp_path / "a.pt", _net(), {}, {"global_step": 7})
     for greedy in (True, False):
@@ -89,7 +114,7 @@ def test_other_file_kinds_and_formats_are_rejected(tmp_path: Path) -> None:
     data = torch.load(path, weights_only=True)
     for key, value, match in [
         ("format_version", 999, "format_version is 999"),
-        ("observation", ["own_1"], "observation is 1 planes"),
+        ("observation", ["opp_1"], "observation is 1 planes"),  # not the encoder's first plane
         ("num_actions", 42, "num_actions is 42"),
     ]:
         bad = dict(data)

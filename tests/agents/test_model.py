@@ -215,7 +215,8 @@ def test_global_pooling_lets_every_cell_see_the_whole_board() -> None:
     far_cell_moves = []
     for pool in (False, True):
         torch.manual_seed(1)
-        model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, global_pool=pool)
+        # 26 input planes (it reads the first 26 of `_obs`'s): the weights and inputs this test was written with
+        model = PolicyValueNet(26, channels=8, blocks=1, global_pool=pool)
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(torch.randn_like(p) * 0.1)

@@ -7,7 +7,7 @@ import numpy as np
 
 import colony_env as ce
 from colony_env import observation as ob
-from colony_env.constants import BOARD_SIZE, GRACE_MOVES
+from colony_env.constants import BOARD_SIZE, DIRECTIONS, GRACE_MOVES
 from helpers import pos
 
 
@@ -61,6 +61,21 @@ def reference_planes(state: ce.GameState, colour: ce.Colour) -> np.ndarray:
     out[ob.P_GRACE] = state.grace_left / GRACE_MOVES
     out[ob.P_LAST_PASS] = state.passes >= 1
     out[ob.P_PLY] = state.ply / state.max_plies
+    # R4.1 reach: each unconnected satellite of value v lands on empty cells 1..v away along a line, jumping
+    for r, c in zip(*np.nonzero(board)):
+        if conn[r, c]:
+            continue
+        value = abs(board[r, c])
+        side = 0 if board[r, c] > 0 else 1
+        for dr, dc in DIRECTIONS:
+            for k in range(1, value + 1):
+                rr, cc = r + k * dr, c + k * dc
+                if not (0 <= rr < BOARD_SIZE and 0 <= cc < BOARD_SIZE):
+                    break
+                if board[rr, cc] == 0:
+                    out[ob.P_OWN_REACH + side, rr, cc] = max(out[ob.P_OWN_REACH + side, rr, cc], value / 4)
+                    if k == value:
+                        out[ob.P_OWN_EXACT + side, rr, cc] = max(out[ob.P_OWN_EXACT + side, rr, cc], value / 4)
     return out
 
 
@@ -78,6 +93,36 @@ def test_encoder_matches_the_reference_over_random_games() -> None:
             legal = ce.legal_actions(s)
             s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
     assert checked > 500
+
+
+def test_reach_planes_cover_every_legal_move() -> None:
+    """R4.1 against the engine: every legal move of the player to move lands on a cell of its reach plane with at
+    least the moving satellite's value, and every connection move (landing next to an opposing satellite, k == v)
+    on a cell of its exact-reach plane (the reference above checks both colours' planes cell by cell)."""
+    rng = np.random.default_rng(1)
+    checked = connections = 0
+    for g in range(6):
+        s = ce.new_game(100 + g)
+        while not s.is_over:
+            planes = ob.encode_observation(s, s.to_move, canonical=False)
+            board = s.board.astype(int)
+            for a in ce.legal_actions(s):
+                if a >= 3200:  # displacements and the pass (R4.2, R4.3) are not moves
+                    continue
+                src, d, k = divmod(int(a), 32)[0], int(a) % 32 // 4, int(a) % 4 + 1
+                (r, c), (dr, dc) = divmod(src, BOARD_SIZE), DIRECTIONS[d]
+                t = (r + k * dr, c + k * dc)
+                value = abs(board[r, c])
+                assert planes[ob.P_OWN_REACH][t] >= value / 4
+                touches = any(0 <= t[0] + u < BOARD_SIZE and 0 <= t[1] + w < BOARD_SIZE
+                              and board[t[0] + u, t[1] + w] * board[r, c] < 0 for u, w in ((-1, 0), (1, 0), (0, -1), (0, 1)))
+                if touches:
+                    assert k == value and planes[ob.P_OWN_EXACT][t] >= value / 4
+                    connections += 1
+                checked += 1
+            legal = ce.legal_actions(s)
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+    assert checked > 5000 and connections > 20
 
 
 def test_r10_position_planes() -> None:
@@ -154,4 +199,4 @@ def test_canonical_blue_view_is_the_transpose() -> None:
 
 
 def test_plane_names_match_the_count() -> None:
-    assert len(ob.PLANE_NAMES) == ob.OBS_CHANNELS == 26
+    assert len(ob.PLANE_NAMES) == ob.OBS_CHANNELS == 30

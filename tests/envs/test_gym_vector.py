@@ -83,7 +83,7 @@ def test_make_vec_and_the_vector_env_api() -> None:
     envs = gymnasium.make_vec(GYMNASIUM_ID, num_envs=4, vectorization_mode="vector_entry_point", opponent="random", max_plies=50)
     assert isinstance(envs, VectorEnv) and isinstance(envs.unwrapped, ColonyGymVectorEnv)
     assert envs.num_envs == 4 and envs.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP
-    assert envs.single_observation_space == gymnasium.spaces.Box(0.0, 1.0, (26, 10, 10), np.float32)
+    assert envs.single_observation_space == gymnasium.spaces.Box(0.0, 1.0, (30, 10, 10), np.float32)
     assert envs.single_action_space == gymnasium.spaces.Discrete(ce.N_ACTIONS)
     assert envs.action_space == gymnasium.spaces.MultiDiscrete([ce.N_ACTIONS] * 4)
     obs, infos = envs.reset(seed=[1, None, 3, 4], options={"unused": True})  # options are accepted

@@ -170,7 +170,7 @@ def test_import_colony_env_registers_and_made_env_has_action_masks() -> None:
     assert n == m and int(n) > 1 and ok == "True"
     code = "import gymnasium\nenv = gymnasium.make('colony_env:colony_env/ColonySingleAgent-v0')\nprint(env.reset(seed=0)[0].shape)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "(26, 10, 10)"
+    assert out.stdout.strip() == "(30, 10, 10)"
 
 
 def test_info_action_mask_is_action_masks() -> None:

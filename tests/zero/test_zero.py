@@ -519,3 +519,17 @@ def test_best_set_agreement_counts_the_policys_moves_against_greedys_best_set():
     ranking = probe.value_ranking(net, positions)  # a fresh value head: every value about 0, ties count half
     assert ranking and all(name != "all legal moves" for name, *_ in ranking)
     assert all(0.0 <= r <= 1.0 for *_, r in ranking)
+    playouts = probe.playout_ranking(positions, 2)
+    assert playouts == probe.playout_ranking(positions, 2)  # its own generator: the same pairs and playouts
+    assert [(name, n) for name, n, _ in playouts] == [(name, n) for name, n, _ in ranking]
+    assert all(0.0 <= r <= 1.0 for *_, r in playouts)
+
+
+def test_greedy_imitation_probe_ranks_by_playouts_alone():
+    """`--check-playouts N` without a network prints only the playouts' ranking; a bad N is one line, exit 2."""
+    probe = [sys.executable, str(REPO / "examples" / "greedy_imitation_probe.py"), "--check-games", "1"]
+    out = subprocess.run(probe + ["--check-playouts", "2"], capture_output=True, text=True, check=False, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "the mean of 2 random playouts" in out.stdout and "the policy's move" not in out.stdout
+    bad = subprocess.run(probe + ["--check-playouts", "-1"], capture_output=True, text=True, check=False, cwd=REPO)
+    assert bad.returncode == 2 and "--check-playouts >= 0" in bad.stderr and "Traceback" not in bad.stderr
