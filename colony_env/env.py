@@ -87,10 +87,10 @@ does not change the env (they are copies of the env's cached encoding).
 | 23    | grace moves left / 3 (R6.3), constant                                        |
 | 24    | the last action was a pass (one more pass ends the game, R6.2), constant     |
 | 25    | ply / max_plies (the ply limit ends the game, R6.2), constant                |
-| 26    | own exact reach: empty cells an own unconnected satellite lands on exactly its value away (where a connection move can land, R4.1), the largest such value / 4 |
-| 27    | opponent exact reach, the same for the opponent's satellites                 |
-| 28    | own reach: empty cells an own unconnected satellite lands on 1 to its value away (R4.1), the largest such value / 4 |
-| 29    | opponent reach, the same for the opponent's satellites                       |
+| 26    | own exact reach: empty cells an own unconnected satellite of value v lands on v cells away (R4.1), max v / 4 |
+| 27    | opponent exact reach (where an opponent's connection move can land)         |
+| 28    | own reach: the same for 1 to v cells away (any move's landing cell, R4.1)   |
+| 29    | opponent reach                                                               |
 
 #### Legal Actions Mask
 

@@ -31,10 +31,10 @@ a convolutional network sees them at every cell.
 | 23    | grace moves left / 3 (R6.3), constant                                        |
 | 24    | the last action was a pass (one more pass ends the game, R6.2), constant     |
 | 25    | ply / max_plies (the ply limit ends the game, R6.2), constant                |
-| 26    | own exact reach: empty cells an own unconnected satellite lands on exactly its value away (where a connection move can land, R4.1), the largest such value / 4 |
-| 27    | opponent exact reach, the same for the opponent's satellites                 |
-| 28    | own reach: empty cells an own unconnected satellite lands on 1 to its value away (R4.1), the largest such value / 4 |
-| 29    | opponent reach, the same for the opponent's satellites                       |
+| 26    | own exact reach: empty cells an own unconnected satellite of value v lands on v cells away (R4.1), max v / 4 |
+| 27    | opponent exact reach (where an opponent's connection move can land)         |
+| 28    | own reach: the same for 1 to v cells away (any move's landing cell, R4.1)   |
+| 29    | opponent reach                                                               |
 
 Planes 26-29 give the reach of moves (satellites jump, R4.1) to every cell: without them a network's
 3 x 3 convolutions need several layers to tell which cells a satellite four cells away reaches, which

@@ -191,7 +191,8 @@ def run_check(model: PolicyValueNet | None, games: int, eps: float, max_plies: i
         for name, n, ranking in value_ranking(model, positions):
             print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
     if playouts:
-        print(f"the mean of {playouts} random playouts after one of greedy's best moves above it after one of the others:")
+        print(f"the mean of {playouts} random playouts after one of greedy's best moves above it after one of the "
+              "others:")
         for name, n, ranking in playout_ranking(positions, playouts):
             print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
 
@@ -219,7 +220,8 @@ def main() -> None:
     ap.add_argument("--check-playouts", type=int, default=0, metavar="N",
                     help="also rank greedy's best moves by the mean of N random playouts (alone without --check/--out)")
     args = ap.parse_args()
-    if args.check_games < 0 or ((args.check or args.check_playouts) and args.check_games < 1) or args.check_playouts < 0:
+    checking = args.check or args.check_playouts
+    if args.check_games < 0 or (checking and args.check_games < 1) or args.check_playouts < 0:
         ap.error("--check-games takes an integer >= 0 (>= 1 with --check or --check-playouts), --check-playouts >= 0")
     if args.check or (args.check_playouts and args.out is None):
         torch.set_num_threads(1)

@@ -5,7 +5,7 @@ dicts), so it is loaded with `torch.load(..., weights_only=True)`: a checkpoint 
 stranger cannot run code on load. It holds
 
     format / format_version   what this file is (CHECKPOINT_FORMAT, CHECKPOINT_VERSION)
-    observation               the plane names of the observation encoder it was trained on
+    observation               the names of the planes its network reads (the encoder's first in_channels)
     num_actions               the action space size (R8: 16001)
     architecture              {in_channels, channels, blocks, and the on/off parts} to rebuild PolicyValueNet
     model                     the network's state_dict
@@ -254,7 +254,8 @@ def build_model(data: dict[str, Any]) -> PolicyValueNet:
         raise CheckpointError(f"checkpoint weights do not match its architecture {str(arch)[:120]}: {_first_line(e)}") from None
     names = data.get("observation")  # a file's (checked by read_checkpoint); absent in a worker's in-memory copy
     if isinstance(names, list) and model.in_channels != len(names):
-        raise CheckpointError(f"checkpoint network reads {model.in_channels} observation planes, its 'observation' names {len(names)}")
+        raise CheckpointError(f"checkpoint network reads {model.in_channels} observation planes, "
+                              f"its 'observation' names {len(names)}")
     if model.in_channels > observation.OBS_CHANNELS:
         raise CheckpointError(f"checkpoint expects {model.in_channels} observation planes, the encoder has {observation.OBS_CHANNELS}")
     return model.eval()

@@ -55,10 +55,12 @@ def test_a_network_of_the_first_planes_reads_only_those(tmp_path: Path) -> None:
     other = obs.clone()
     other[:, 26:] = torch.rand(2, observation.OBS_CHANNELS - 26, 10, 10)
     ids = torch.tensor([[0, 5, 16000]] * 2)
-    assert torch.equal(loaded(obs, ids)[0], loaded(other, ids)[0]) and torch.equal(loaded(obs, ids)[1], loaded(other, ids)[1])
+    for a, b in zip(loaded(obs, ids), loaded(other, ids)):  # logits and value
+        assert torch.equal(a, b)
     raw = torch.load(path, weights_only=True)
+    short = "reads 26 observation planes, its 'observation' names 25"
     for names, words in ((list(reversed(observation.PLANE_NAMES[:26])), "another format: observation"),
-                         (list(observation.PLANE_NAMES[:25]), "reads 26 observation planes, its 'observation' names 25")):
+                         (list(observation.PLANE_NAMES[:25]), short)):
         raw["observation"] = names
         bad = tmp_path / "bad.pt"
         torch.save(raw, bad)

@@ -114,8 +114,9 @@ def test_reach_planes_cover_every_legal_move() -> None:
                 t = (r + k * dr, c + k * dc)
                 value = abs(board[r, c])
                 assert planes[ob.P_OWN_REACH][t] >= value / 4
-                touches = any(0 <= t[0] + u < BOARD_SIZE and 0 <= t[1] + w < BOARD_SIZE
-                              and board[t[0] + u, t[1] + w] * board[r, c] < 0 for u, w in ((-1, 0), (1, 0), (0, -1), (0, 1)))
+                near = [(t[0] + u, t[1] + w) for u, w in ((-1, 0), (1, 0), (0, -1), (0, 1))]
+                touches = any(0 <= y < BOARD_SIZE and 0 <= x < BOARD_SIZE and board[y, x] * board[r, c] < 0
+                              for y, x in near)
                 if touches:
                     assert k == value and planes[ob.P_OWN_EXACT][t] >= value / 4
                     connections += 1
