@@ -111,6 +111,19 @@ def test_greedy_opponent_games_and_init_from(tmp_path: Path) -> None:
     assert read_checkpoint(second / "checkpoints" / "latest.pt")["meta"]["global_step"] == 16
 
 
+def test_init_from_a_network_of_fewer_planes_keeps_reading_them(tmp_path: Path) -> None:
+    """The shipped PPO network reads the 26 planes it was trained on (before the reach planes): a run started from
+    it builds a learner of 26 planes, trains, and its checkpoints say so."""
+    tiny = list(TINY)
+    tiny[tiny.index("--channels") + 1], tiny[tiny.index("--blocks") + 1] = "32", "3"
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *tiny,
+                       "--heuristic-prior", "true",
+                       "--policy-target-features", "true", "--total-steps", "16", "--final-eval-games", "0",
+                       "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 0
+    data = read_checkpoint(tmp_path / "r" / "checkpoints" / "latest.pt")
+    assert data["architecture"]["in_channels"] == 26 and len(data["observation"]) == 26
+
+
 def test_init_from_another_architecture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *TINY,
                        "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 2

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 import torch.multiprocessing as mp
 from colony_env.constants import BOARD_SIZE
+from colony_env.observation import OBS_CHANNELS
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from ..model import PolicyValueNet
@@ -169,7 +170,7 @@ def _rollout_buffers(cfg: Any, model: PolicyValueNet, t_len: int, n: int) -> dic
     from colony_env.vector import MAX_LEGAL
 
     buf = {
-        "obs": torch.zeros((t_len, n, model.in_channels, BOARD_SIZE, BOARD_SIZE)),
+        "obs": torch.zeros((t_len, n, OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE)),  # all planes; the network reads its own
         "ids": torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.int16),
         "counts": torch.zeros((t_len, n), dtype=torch.long),
         "slots": torch.zeros((t_len, n), dtype=torch.long),
@@ -186,7 +187,7 @@ def _batch_buffers(cfg: Any, model: PolicyValueNet, size: int) -> dict[str, torc
     from colony_env.vector import MAX_LEGAL
 
     buf = {
-        "obs": torch.zeros((size, model.in_channels, BOARD_SIZE, BOARD_SIZE)),
+        "obs": torch.zeros((size, OBS_CHANNELS, BOARD_SIZE, BOARD_SIZE)),
         "ids": torch.zeros((size, MAX_LEGAL), dtype=torch.long),
         "valid": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
         "teacher": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),

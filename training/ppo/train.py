@@ -46,6 +46,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from colony_env.observation import OBS_CHANNELS
 from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
@@ -71,11 +72,11 @@ EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "dra
 LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
 
 
-def new_learner(cfg: TrainConfig, device: torch.device) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
-    """The config's network on `device`, in the config's precision, and its Adam optimizer (fresh weights)."""
-    from colony_env.observation import OBS_CHANNELS
-
-    model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, cfg.heuristic_prior,
+def new_learner(cfg: TrainConfig, device: torch.device, planes: int = OBS_CHANNELS
+                ) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
+    """The config's network on `device`, reading the first `planes` observation planes, in the config's precision,
+    and its Adam optimizer (fresh weights)."""
+    model = PolicyValueNet(planes, cfg.channels, cfg.blocks, cfg.heuristic_prior,
                            cfg.policy_target_features).to(device)
     model.bf16_trunk = resolve_precision(cfg.precision, device)
     return model, torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
@@ -394,6 +395,14 @@ def _architecture_diff(model: PolicyValueNet, data: dict[str, Any]) -> str:
     return ", ".join(f"{_ARCH_KEYS.get(k, k)}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
 
 
+def _start_planes(cfg: TrainConfig, resume: bool, run_dir: Path | None) -> int:
+    """The observation planes the learner reads: those of the network the run continues (`--resume`, `init_from`),
+    so that a network trained before planes were appended keeps reading the ones it knew; else all of them."""
+    data = _read_resume_checkpoint(run_dir) if resume else read_checkpoint(cfg.init_from) if cfg.init_from else {}
+    planes = data.get("architecture", {}).get("in_channels") if isinstance(data.get("architecture"), dict) else None
+    return planes if isinstance(planes, int) and 1 <= planes <= OBS_CHANNELS else OBS_CHANNELS
+
+
 def _load_initial_weights(model: PolicyValueNet, path: str) -> None:
     """`init_from`: the weights of a checkpoint of the same architecture (optimizer and counters start fresh)."""
     data = read_checkpoint(path)
@@ -441,7 +450,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     device = resolve_device(cfg.device)
 
     torch.manual_seed(cfg.seed)
-    model, optimizer = new_learner(cfg, device)
+    model, optimizer = new_learner(cfg, device, _start_planes(cfg, resume, run_dir))
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
     resumed_meta: dict[str, Any] = {}
