@@ -134,8 +134,8 @@ def encode_given(
     me = 1 if colour == 0 else -1
     cells = _TRANSPOSED if transpose else _IDENTITY
     flat = out.reshape(OBS_CHANNELS * N_CELLS)  # plane p, cell i -> p * N_CELLS + cells[i]
-    flat[: P_UNLOCKED * N_CELLS] = 0.0
-    flat[P_OWN_EXACT * N_CELLS :] = 0.0  # the constant planes after it are written in full below
+    flat[: P_UNLOCKED * N_CELLS] = 0.0  # the constant planes from P_UNLOCKED to P_PLY are written in full below
+    flat[P_OWN_EXACT * N_CELLS :] = 0.0  # the reach planes, filled by the loop below
     # Occupied cells, gathered without branching on the board (about 24 of 100).
     sats = np.empty(N_CELLS, np.int64)
     n_sats = 0

@@ -395,17 +395,17 @@ def _architecture_diff(model: PolicyValueNet, data: dict[str, Any]) -> str:
     return ", ".join(f"{_ARCH_KEYS.get(k, k)}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
 
 
-def _start_planes(cfg: TrainConfig, resume: bool, run_dir: Path | None) -> int:
+def _start_planes(start: dict[str, Any] | None) -> int:
     """The observation planes the learner reads: those of the network the run continues (`--resume`, `init_from`),
     so that a network trained before planes were appended keeps reading the ones it knew; else all of them."""
-    data = _read_resume_checkpoint(run_dir) if resume else read_checkpoint(cfg.init_from) if cfg.init_from else {}
-    planes = data.get("architecture", {}).get("in_channels") if isinstance(data.get("architecture"), dict) else None
+    arch = start.get("architecture") if start else None
+    planes = arch.get("in_channels") if isinstance(arch, dict) else None
     return planes if isinstance(planes, int) and 1 <= planes <= OBS_CHANNELS else OBS_CHANNELS
 
 
-def _load_initial_weights(model: PolicyValueNet, path: str) -> None:
-    """`init_from`: the weights of a checkpoint of the same architecture (optimizer and counters start fresh)."""
-    data = read_checkpoint(path)
+def _load_initial_weights(model: PolicyValueNet, path: str, data: dict[str, Any]) -> None:
+    """`init_from`: the weights of `data`, the checkpoint read from `path`, of the same architecture (optimizer and
+    counters start fresh)."""
     diff = _architecture_diff(model, data)
     if diff:
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
@@ -450,12 +450,14 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
     device = resolve_device(cfg.device)
 
     torch.manual_seed(cfg.seed)
-    model, optimizer = new_learner(cfg, device, _start_planes(cfg, resume, run_dir))
+    # the checkpoint the run continues from, read once: its planes size the learner, its weights fill it
+    start = _read_resume_checkpoint(run_dir) if resume else read_checkpoint(cfg.init_from) if cfg.init_from else None
+    model, optimizer = new_learner(cfg, device, _start_planes(start))
     pool = OpponentPool(cfg.pool_size)
     iteration, global_step, wall_before = 0, 0, 0.0
     resumed_meta: dict[str, Any] = {}
     if resume:
-        data = _read_resume_checkpoint(run_dir)
+        data = start
         _check_resumable(cfg, model, data, run_dir)
         model.load_state_dict(build_model(data).state_dict())
         if "optimizer" in data:
@@ -470,7 +472,7 @@ def train(cfg: TrainConfig, run_dir: Path | None = None, resume: bool = False, p
         wall_before = float(resumed_meta.get("wall_time_s", 0.0))
     else:
         if cfg.init_from:
-            _load_initial_weights(model, cfg.init_from)
+            _load_initial_weights(model, cfg.init_from, start)
         pool.add(model, 0)  # the starting network: an opponent to measure early progress against
 
     # --- the first write to the run directory: every refusal above left the disk untouched.
