@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -131,28 +132,36 @@ def best_set_agreement(agent: PolicyAgent, positions: list) -> list[tuple[str, i
     return [(name, n, hit / n, uniform / n) for name, (n, hit, uniform) in counts.items() if n]
 
 
+def mover_values(mover: int, children: list, value_of: Callable[[list], np.ndarray]) -> np.ndarray:
+    """The values of the positions `children` for colour `mover`: a finished game scored exactly (R7.4), the others
+    by `value_of` (a list of positions -> their values for each one's colour to move), with the sign turned where
+    the other colour moves next (in grace the same colour may move again, R6.3)."""
+    values = np.array([c.rewards()[mover] if c.is_over else 0.0 for c in children])
+    ongoing = [i for i, c in enumerate(children) if not c.is_over]
+    if ongoing:
+        sign = np.array([1.0 if children[i].to_move == mover else -1.0 for i in ongoing])
+        values[ongoing] = sign * np.asarray(value_of([children[i] for i in ongoing]), dtype=float)
+    return values
+
+
+def share_above(good: np.ndarray, bad: np.ndarray) -> float:
+    """The share of pairs (one of `good`, one of `bad`) where the good value is above the bad one, ties half."""
+    return float((good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean())
+
+
 def value_ranking(model: PolicyValueNet, positions: list) -> list[tuple[str, int, float]]:
     """(bucket, positions, ranking) over the `check_positions` where greedy's best set is not every legal move:
     how often the network's value of the position after one of greedy's best moves is above its value after one
     of the others (a pair drawn at random; ties count half; 0.5 = the value cannot tell them apart), averaged over
-    positions. Values are for the position's mover (the colour to move after the move may be the other or, in
-    grace, the same, R6.3); a finished game is scored exactly (R7.4)."""
+    positions. Values are for the position's mover (`mover_values`)."""
     evaluator = NetworkEvaluator(model.eval(), trace=False)
     sums: dict[str, list[float]] = {}
     for state, legal, best in positions:
         if best.all():
             continue
-        mover = int(state.to_move)
         children = [ce.apply_action(state, int(a)) for a in legal]
-        values = np.array([c.rewards()[mover] if c.is_over else 0.0 for c in children])
-        ongoing = [i for i, c in enumerate(children) if not c.is_over]
-        if ongoing:
-            _, v = evaluator(*leaf_batch([children[i] for i in ongoing]))
-            sign = np.array([1.0 if children[i].to_move == mover else -1.0 for i in ongoing])
-            values[ongoing] = sign * v
-        good, bad = values[best], values[~best]
-        above = (good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean()
-        sums.setdefault(bucket(float(best.mean())), []).append(float(above))
+        values = mover_values(int(state.to_move), children, lambda ongoing: evaluator(*leaf_batch(ongoing))[1])
+        sums.setdefault(bucket(float(best.mean())), []).append(share_above(values[best], values[~best]))
     return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
 
 
@@ -160,21 +169,19 @@ def playout_ranking(positions: list, playouts: int) -> list[tuple[str, int, floa
     """`value_ranking` for the mean result of `playouts` uniformly random playouts (colony-zero's `value_rollouts`
     target) instead of a network's value, on one pair per position (a best move and another, drawn at random)."""
     rng = np.random.default_rng(CHECK_SEED + 2)
+
+    def playout_means(ongoing: list) -> np.ndarray:
+        return np.array([rollout_mover_means(c.to_array()[None], playouts, int(rng.integers(2**31)))[0]
+                         for c in ongoing])
+
     sums: dict[str, list[float]] = {}
     for state, legal, best in positions:
         if best.all():
             continue
-        mover = int(state.to_move)
         pair = (rng.choice(np.flatnonzero(best)), rng.choice(np.flatnonzero(~best)))
-        values = []
-        for i in pair:
-            child = ce.apply_action(state, int(legal[i]))
-            if child.is_over:
-                values.append(child.rewards()[mover])
-            else:
-                mean = rollout_mover_means(child.to_array()[None], playouts, int(rng.integers(2**31)))[0]
-                values.append(mean if int(child.to_move) == mover else -mean)
-        sums.setdefault(bucket(float(best.mean())), []).append(float(np.sign(values[0] - values[1]) + 1) / 2)
+        children = [ce.apply_action(state, int(legal[i])) for i in pair]
+        values = mover_values(int(state.to_move), children, playout_means)
+        sums.setdefault(bucket(float(best.mean())), []).append(share_above(values[:1], values[1:]))
     return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
 
 

@@ -533,3 +533,25 @@ def test_greedy_imitation_probe_ranks_by_playouts_alone():
     assert "the mean of 2 random playouts" in out.stdout and "the policy's move" not in out.stdout
     bad = subprocess.run(probe + ["--check-playouts", "-1"], capture_output=True, text=True, check=False, cwd=REPO)
     assert bad.returncode == 2 and "--check-playouts >= 0" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_probe_mover_values_score_finished_games_exactly_and_turn_the_sign_for_the_other_colour():
+    """The probe's `mover_values`: a finished child gets its result for the mover (R7.4), an ongoing one the
+    evaluator's value for its own colour to move, negated when the other colour moves next (R6.3: in grace the same
+    colour may move again); `share_above` counts ties half."""
+    from helpers import load_example
+
+    probe = load_example("greedy_imitation_probe.py")
+    rng = np.random.default_rng(11)
+    state, children = ce.new_game(0), []
+    while not state.is_over:  # one random game's positions: both colours to move, and its finished end
+        children.append(state)
+        state = ce.apply_action(state, int(rng.choice(ce.legal_actions(state))))
+    children.append(state)
+    seen = []
+    values = probe.mover_values(0, children, lambda ongoing: seen.extend(ongoing) or np.arange(1.0, len(ongoing) + 1))
+    assert seen == children[:-1]  # the evaluator sees the ongoing positions only, in order
+    expected = [(k + 1.0) * (1 if c.to_move == 0 else -1) for k, c in enumerate(children[:-1])]
+    assert values.tolist() == expected + [state.rewards()[0]]
+    assert {int(c.to_move) for c in children[:-1]} == {0, 1}
+    assert probe.share_above(np.array([1.0, 0.0]), np.array([0.0])) == 0.75
