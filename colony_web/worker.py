@@ -8,8 +8,8 @@ Agents and analysers are built once per spec and kept (a checkpoint loads once).
 Analysis of a spec:
 * `checkpoint:PATH...`: the policy's probabilities over the legal actions and its value
   (the mover's expected return), from `colony_training.agents.load_policy_agent(...).policy(state)`;
-  a network trained with reward shaping learns V - Phi, so Phi is added back as in training
-  (training/ppo/shaping.py);
+  the value head read as in training (`colony_training.agents.ValueReading`: tanh for colony-zero;
+  a network trained with reward shaping learns V - Phi, so Phi is added back, training/ppo/shaping.py);
 * any spec whose agent searches (`mcts:N`, `checkpoint:PATH:mcts:N`, ...): the root's
   visit counts and mean returns from `mcts_search(state, rng)`.
 """
@@ -103,13 +103,15 @@ class Analyser:
             raise JobError(str(e)) from None
         agent = _agent(spec)  # a missing or corrupt checkpoint is reported here, in agent_specs' words
         self.policy = None
+        self.reading = None
         self.shaping_scale = 0.0
         if parsed.kind == "checkpoint":
             from colony_training import agents, checkpoint  # imported on first use: they pull in torch
 
             self.policy = agents.load_policy_agent(parsed.path)
-            # with reward shaping the value head learns V - Phi (training/ppo/shaping.py); V is head + Phi
-            self.shaping_scale = float(checkpoint.read_checkpoint(parsed.path)["config"].get("shaping_scale") or 0.0)
+            # how the value head reads as a value: tanh for colony-zero, head + Phi with reward shaping
+            self.reading = agents.ValueReading.of_checkpoint(checkpoint.read_checkpoint(parsed.path))
+            self.shaping_scale = self.reading.shaping_scale
         inner = getattr(agent, "inner", agent)  # agent_specs wraps loaded agents under the spec's name
         # MCTSAgent.mcts_search gives the root's children; AZAgent.analyse the root's statistics
         self.searcher = inner if any(callable(getattr(inner, m, None)) for m in ("mcts_search", "analyse")) else None
@@ -120,24 +122,19 @@ class Analyser:
             )
 
     def value(self, state: ce.GameState) -> tuple[float, float]:
-        """(value for the mover, the value head's raw output): V = head + Phi as in training, within [-1, 1]."""
+        """(value for the mover in [-1, 1], the value head's raw output), the head read as in training
+        (`ValueReading`: tanh for colony-zero, head + Phi with reward shaping)."""
         head = float(self.policy.policy(state)[2])
-        return self._shaped(np.array([head]), [state])[0], head
+        return self._read(np.array([head]), [state])[0], head
 
-    def _shaped(self, heads: np.ndarray, states: list[ce.GameState]) -> list[float]:
-        """V = head + Phi (with reward shaping the head learns V - Phi), clipped to [-1, 1]."""
-        potential = np.zeros(len(states))
-        if self.shaping_scale:
-            from colony_training.ppo import shaping
-
-            potential = shaping.mover_potential(np.stack([s.to_array() for s in states]), self.shaping_scale)
-        return [min(1.0, max(-1.0, float(h + p))) for h, p in zip(heads, potential)]
+    def _read(self, heads: np.ndarray, states: list[ce.GameState]) -> list[float]:
+        return [float(v) for v in self.reading(heads, np.stack([s.to_array() for s in states]))]
 
     def values(self, states: list[ce.GameState]) -> list[float]:
         """`value(s)[0]` of many ongoing positions, batched (the value graph)."""
         from .network import head_values
 
-        return self._shaped(head_values(self.policy.model, states), states) if states else []
+        return self._read(head_values(self.policy.model, states), states) if states else []
 
     def _policy_line(self, state: ce.GameState, plies: int) -> list[int]:
         """The network's most likely move, ply after ply, while the game goes on."""

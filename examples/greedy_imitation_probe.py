@@ -47,7 +47,7 @@ from colony_env.agents.greedy import TIE_TOLERANCE, GreedyAgent
 from colony_env.constants import I_TO_MOVE, N_CELLS
 from colony_env.frame import to_frame
 from colony_env.observation import OBS_CHANNELS
-from colony_training.agents import NetworkEvaluator, PolicyAgent
+from colony_training.agents import NetworkEvaluator, PolicyAgent, ValueReading
 from colony_training.bench_zero import leaf_batch, parse_shape
 from colony_training.checkpoint import CheckpointError, load_model, save_checkpoint
 from colony_training.eval.evaluate import evaluate
@@ -149,12 +149,13 @@ def share_above(good: np.ndarray, bad: np.ndarray) -> float:
     return float((good[:, None] > bad[None, :]).mean() + 0.5 * (good[:, None] == bad[None, :]).mean())
 
 
-def value_ranking(model: PolicyValueNet, positions: list) -> list[tuple[str, int, float]]:
+def value_ranking(model: PolicyValueNet, positions: list, reading: ValueReading = ValueReading()
+                  ) -> list[tuple[str, int, float]]:
     """(bucket, positions, ranking) over the `check_positions` where greedy's best set is not every legal move:
     how often the network's value of the position after one of greedy's best moves is above its value after one
     of the others (a pair drawn at random; ties count half; 0.5 = the value cannot tell them apart), averaged over
-    positions. Values are for the position's mover (`mover_values`)."""
-    evaluator = NetworkEvaluator(model.eval(), trace=False)
+    positions. Values are for the position's mover (`mover_values`), the head read by `reading` (its trainer's way)."""
+    evaluator = NetworkEvaluator(model.eval(), trace=False, reading=reading)
     sums: dict[str, list[float]] = {}
     for state, legal, best in positions:
         if best.all():
@@ -185,7 +186,8 @@ def playout_ranking(positions: list, playouts: int) -> list[tuple[str, int, floa
     return [(name, len(sums[name]), float(np.mean(sums[name]))) for name, _ in BEST_SET_BUCKETS if name in sums]
 
 
-def run_check(model: PolicyValueNet | None, games: int, eps: float, max_plies: int, playouts: int = 0) -> None:
+def run_check(model: PolicyValueNet | None, games: int, eps: float, max_plies: int, playouts: int = 0,
+              reading: ValueReading = ValueReading()) -> None:
     """Print `best_set_agreement` and `value_ranking` of a network (if any) and `playout_ranking` (if `playouts`)
     on the positions of `games` check games."""
     positions = check_positions(games, eps, max_plies)
@@ -195,7 +197,7 @@ def run_check(model: PolicyValueNet | None, games: int, eps: float, max_plies: i
         for name, n, hit, uniform in best_set_agreement(PolicyAgent(model, name="policy"), positions):
             print(f"  {name:18s} {n:6d} positions: {hit:.3f} (a uniformly random move: {uniform:.3f})", flush=True)
         print("the value after one of greedy's best moves above the value after one of the others (0.5: blind):")
-        for name, n, ranking in value_ranking(model, positions):
+        for name, n, ranking in value_ranking(model, positions, reading):
             print(f"  {name:18s} {n:6d} positions: {ranking:.3f}", flush=True)
     if playouts:
         print(f"the mean of {playouts} random playouts after one of greedy's best moves above it after one of the "
@@ -232,13 +234,14 @@ def main() -> None:
         ap.error("--check-games takes an integer >= 0 (>= 1 with --check or --check-playouts), --check-playouts >= 0")
     if args.check or (args.check_playouts and args.out is None):
         torch.set_num_threads(1)
-        model = None
+        model, reading = None, ValueReading()
         if args.check:
             try:
-                model = load_model(args.check)[0]
+                model, data = load_model(args.check)
             except (CheckpointError, OSError) as e:
                 ap.error(f"--check {str(args.check)!r}: {e}")
-        run_check(model, args.check_games, args.eps, args.max_plies, args.check_playouts)
+            reading = ValueReading.of_checkpoint(data)  # a PPO head with shaping learns V - Phi
+        run_check(model, args.check_games, args.eps, args.max_plies, args.check_playouts, reading)
         return
     if args.out is None:
         ap.error("--out is required (the folder for imitation.pt), unless --check or --check-playouts")

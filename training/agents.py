@@ -6,6 +6,7 @@
 | `load_search_agent`          | the policy as the root prior of a compiled MCTS with random rollouts  | `checkpoint:PATH:mcts:N[:C]` |
 | `load_az_agent`              | the network at every node of a batched search (priors and values)     | `checkpoint:PATH:az:N[:OPT...]` |
 | `NetworkEvaluator`, `leaf_evaluator` | the network as the search's leaf evaluator (colony-zero's self-play, `az`) | |
+| `ValueReading`               | how a checkpoint's value head reads as the mover's value in [-1, 1]   | |
 
 Every agent has `name` and `act(state, rng) -> board-frame action id` (the
 `colony_env.agents.Agent` interface); the search agents also `act_batch`. Checkpoint files
@@ -14,14 +15,15 @@ themselves (format, safe loading, `load_model`) are `checkpoint.py`. Eval's agen
 
 `NetworkEvaluator` implements `colony_env.agents.az.LeafEvaluator`: one forward pass for all
 pending leaves of all searches (policy logits at the legal actions only, `PolicyValueNet.forward`)
-and the value head squashed by tanh into [-1, 1], the scale the search backs up. Networks
-trained by `colony-zero` fit exactly that tanh value to game outcomes; a PPO checkpoint's value
-head estimates shaped returns instead, so its values are only a rough guide.
+and the value head read as a value in [-1, 1], the scale the search backs up (`ValueReading`):
+networks trained by `colony-zero` fit tanh of the head to game outcomes; the PPO trainers' head is
+linear and, with reward shaping, learns V - Phi (training/ppo/shaping.py), so Phi is added back.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,7 @@ from colony_env.agents.az import AZAgent, RolloutMixEvaluator, SearchConfig
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .checkpoint import load_model
+from .ppo.shaping import mover_potential
 from .model import MaskedCategorical, PolicyValueNet
 from .teacher import greedy_action_features
 
@@ -111,6 +114,35 @@ def load_search_agent(path: str | Path, simulations: int, prior_c: float = DEFAU
 
 
 # --- the network inside a search -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ValueReading:
+    """How a value head's raw output reads as the mover's value in [-1, 1].
+
+    `tanh`: colony-zero fits tanh(head) to game results (its checkpoints say `meta.value_head: tanh`);
+    otherwise the head is linear (the PPO trainers' value), and a run with reward shaping (`shaping_scale`
+    > 0) taught it V - Phi (training/ppo/shaping.py), so V = head + Phi, clipped to [-1, 1].
+    """
+
+    tanh: bool = True
+    shaping_scale: float = 0.0
+
+    @classmethod
+    def of_checkpoint(cls, data: dict) -> ValueReading:
+        """The reading of a checkpoint's value head, from its `meta` and `config` (`checkpoint.read_checkpoint`)."""
+        if (data.get("meta") or {}).get("value_head") == "tanh":
+            return cls(tanh=True)
+        return cls(tanh=False, shaping_scale=float((data.get("config") or {}).get("shaping_scale") or 0.0))
+
+    def __call__(self, heads: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """float64 values for the movers of the packed board-frame `states` [N, STATE_LEN] from raw `heads` [N]."""
+        heads = np.asarray(heads, np.float64).reshape(-1)
+        if self.tanh:
+            return np.tanh(heads)
+        if self.shaping_scale:
+            heads = heads + mover_potential(np.asarray(states), self.shaping_scale)
+        return np.clip(heads, -1.0, 1.0)
+
+
 class NetworkEvaluator:
     """Priors and values of a `PolicyValueNet` for a batch of leaves (canonical frame).
 
@@ -123,9 +155,11 @@ class NetworkEvaluator:
     trunk (as fast eagerly), or a GPU keeps eager mode.
     """
 
-    def __init__(self, model: PolicyValueNet, device: torch.device | str = "cpu", trace: bool = True) -> None:
+    def __init__(self, model: PolicyValueNet, device: torch.device | str = "cpu", trace: bool = True,
+                 reading: ValueReading = ValueReading()) -> None:
         self.device = torch.device(device)
         self.model = model.to(self.device).eval()
+        self.reading = reading
         self._trace = (trace and self.device.type == "cpu" and not model.heuristic_prior and not model.bf16_trunk
                        and not model.int8_body)
         self._traced: torch.jit.ScriptModule | None = None
@@ -155,7 +189,7 @@ class NetworkEvaluator:
                 feats = torch.from_numpy(greedy_action_features(np.ascontiguousarray(states), rows, ids.shape[1]))
                 feats = feats.to(self.device)
             logits, value = self.model(obs_t, ids_t, feats)
-        return logits.float().cpu().numpy(), torch.tanh(value.float()).cpu().numpy()
+        return logits.float().cpu().numpy(), self.reading(value.float().cpu().numpy(), states)
 
 
 def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
@@ -165,7 +199,7 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
     `bf16`: its convolutions in bfloat16 under autocast (PPO's `precision: bf16`; fast where the CPU has
     bf16 instructions, emulated and slow where it has not); `int8`: its stem and trunk quantized to int8
     (`quantize.int8_copy`; the heads stay float32)."""
-    model, _ = load_model(path)
+    model, data = load_model(path)
     if int8:
         from .quantize import int8_copy
         model = int8_copy(model)
@@ -177,12 +211,14 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
         options["max_considered"] = max_considered
     if gumbel_scale is not None:
         options["gumbel_scale"] = gumbel_scale
-    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix), SearchConfig(**options),
+    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix, reading=ValueReading.of_checkpoint(data)),
+                   SearchConfig(**options),
                    name=name or f"az:{Path(path).name}:{simulations}")
 
 
 def leaf_evaluator(model: PolicyValueNet, device: str | torch.device = "cpu", rollout_mix: float = 0.0,
-                   seed: int = 0) -> NetworkEvaluator | RolloutMixEvaluator:
-    """The network as leaf evaluator, its values mixed with random playouts when `rollout_mix` > 0."""
-    evaluator = NetworkEvaluator(model, device)
+                   seed: int = 0, reading: ValueReading = ValueReading()) -> NetworkEvaluator | RolloutMixEvaluator:
+    """The network as leaf evaluator (its value head read by `reading`), its values mixed with random playouts
+    when `rollout_mix` > 0."""
+    evaluator = NetworkEvaluator(model, device, reading=reading)
     return RolloutMixEvaluator(evaluator, rollout_mix, seed) if rollout_mix > 0 else evaluator

@@ -162,11 +162,17 @@ def truncate_csv(path: str | Path, keep_rows: int) -> int:
 
 
 def append_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    """Append `rows` to a CSV log, writing the header first if the file is new (or empty)."""
+    """Append `rows` to a CSV log, writing the header first if the file is new (or empty). A file begun with
+    other columns (a run resumed by a version that logs more) keeps its own header: the rows fill those columns,
+    the others stay empty or are left out, so every row stays aligned with the header."""
     path = Path(path)
     new = not path.is_file() or path.stat().st_size == 0
+    if not new:
+        with path.open(newline="") as f:
+            header = next(csv.reader(f), None)
+        fields = tuple(header) if header else fields
     with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         if new:
             w.writeheader()
         w.writerows(rows)

@@ -12,6 +12,7 @@ import pytest
 
 from colony_training.runlog import (
     RunDir,
+    append_csv,
     RunDirBusy,
     atomic_write_text,
     csv_data_rows,
@@ -39,6 +40,18 @@ def test_rows_are_counted_without_the_header_or_a_torn_row(tmp_path: Path) -> No
     _csv(f, 5, torn=True)
     assert csv_data_rows(f) == 5
     assert log_positions(tmp_path, ["m.csv", "none.csv"]) == {"m.csv": 5, "none.csv": 0}
+
+
+def test_a_log_begun_with_fewer_columns_keeps_its_header_when_a_newer_version_appends(tmp_path: Path) -> None:
+    """A run resumed by a version that logs a new column: the file's own header stays, every row aligned to it."""
+    f = tmp_path / "m.csv"
+    _csv(f, 2)
+    append_csv(f, ("iteration", "loss", "new_metric"), [{"iteration": 3, "loss": 0.3, "new_metric": 7}])
+    assert f.read_text().splitlines() == ["iteration,loss", "1,0.1", "2,0.2", "3,0.3"]
+    g = tmp_path / "n.csv"
+    append_csv(g, ("iteration", "loss", "new_metric"), [{"iteration": 1, "loss": 0.1, "new_metric": 7}])
+    append_csv(g, ("iteration", "loss", "new_metric"), [{"iteration": 2, "loss": 0.2, "new_metric": 8}])
+    assert g.read_text().splitlines() == ["iteration,loss,new_metric", "1,0.1,7", "2,0.2,8"]
 
 
 def test_truncate_keeps_the_header_and_the_first_rows(tmp_path: Path) -> None:

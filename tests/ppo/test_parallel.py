@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from colony_env.observation import OBS_CHANNELS
@@ -14,10 +15,12 @@ from colony_training.ppo.opponents import OpponentPool
 from tests.helpers import ROOT
 
 
-def test_split_update_equals_one_process_update_and_rollouts_join() -> None:
+@pytest.mark.parametrize("lookahead", [0.0, 1.0])
+def test_split_update_equals_one_process_update_and_rollouts_join(lookahead: float) -> None:
     cfg = load_config(ROOT / "configs" / "scratch_ppo.yaml", {
         "num_envs": 4, "rollout_steps": 16, "channels": 4, "blocks": 1, "max_plies": 60, "update_epochs": 2,
-        "num_minibatches": 2, "processes": 2, "target_kl": 0.0, "pool_share": 0.5})  # fmt: skip
+        "num_minibatches": 2, "processes": 2, "target_kl": 0.0, "pool_share": 0.5,
+        "lookahead_coef": lookahead, "lookahead_share": 0.5, "lookahead_margin": 0.0})  # fmt: skip
     torch.manual_seed(0)
     model = PolicyValueNet(OBS_CHANNELS, 4, 1, False, True)
     start = {k: v.clone() for k, v in model.state_dict().items()}
@@ -30,6 +33,13 @@ def test_split_update_equals_one_process_update_and_rollouts_join() -> None:
         ro = parallel.collect(play, helper, pool, stats)
         assert ro.obs.shape[:2] == (16, 4) and ro.bootstrap.shape == (4, 2)  # both halves' games, joined
         assert not ro.learner[:, 0].all() and not ro.learner[:, 2].all()  # each half plays its own pool game (env 0)
+        if lookahead:  # targets at about half the learner's decisions of both halves, none at the pool's moves
+            targeted = ro.kept.any(-1).numpy()
+            assert not (targeted & ~ro.learner).any() and targeted[:, :2].any() and targeted[:, 2:].any()
+            assert 0.25 < targeted.sum() / ro.learner.sum() < 0.75
+            assert (ro.kept.sum(-1) <= ro.counts).all()
+        else:
+            assert ro.kept is None
         adv, ret = per_player_gae(ro.values + ro.phi, ro.movers, ro.dones, ro.rewards, ro.bootstrap, cfg.gamma,
                                   cfg.gae_lambda)
         results = []
@@ -44,6 +54,7 @@ def test_split_update_equals_one_process_update_and_rollouts_join() -> None:
     (one, w_one), (two, w_two) = results
     assert not helper.proc.is_alive()
     assert abs(one.policy_loss - two.policy_loss) < 1e-5 and abs(one.approx_kl - two.approx_kl) < 1e-5
+    assert (one.lookahead_ce > 0) == bool(lookahead)
     moved = max(float((w_one[k] - start[k]).abs().max()) for k in start)
     assert moved > 1e-3  # the update did something, and both ways did the same
     assert all(torch.allclose(w_one[k], w_two[k], atol=1e-5) for k in start)

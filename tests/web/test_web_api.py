@@ -586,6 +586,12 @@ def test_zero_analysis_has_ownership_and_a_line(client):
     for m in a["pv"]:  # a legal line from the position
         state = ce.apply_action(state, m["action"])
     assert client.post("/api/analyse", json={"analyser": "ppo", "state": ce.new_game(9).to_dict()}).json()["ownership"] is None
+    state, rng = ce.new_game(1), np.random.default_rng(1)
+    for _ in range(80):  # a middle game where the head is far enough from 0 that tanh is not the identity
+        state = ce.apply_action(state, int(rng.choice(ce.legal_actions(state))))
+    z = client.post("/api/analyse", json={"analyser": "zero", "state": state.to_dict()}).json()
+    assert z["shaping_scale"] == 0 and abs(z["value_head"]) > 0.3
+    assert z["value"] == pytest.approx(np.tanh(z["value_head"]), abs=1e-6)  # colony-zero fits tanh(head)
 
 
 def test_stop_plays_the_searchs_best_move_so_far(client):

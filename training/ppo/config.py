@@ -106,6 +106,19 @@ class TrainConfig(Config):
     )
     teacher_steps: int = key(0, "Env steps over which the kickstarting weight decays linearly to 0.", at_least(0))
 
+    lookahead_coef: float = key(
+        0.0,
+        "Weight of the one-ply lookahead loss (training/ppo/lookahead.py): at a `lookahead_share` of the learner's "
+        "decisions every legal move is scored by the learner's own value head (or exactly, where the game ends) and "
+        "-log P(moves within `lookahead_margin` of the best) is added to the loss; 0 disables it.",
+        number_at_least(0),
+    )
+    lookahead_share: float = key(
+        0.125, "Share of the learner's decisions that get one-ply lookahead targets (when `lookahead_coef` > 0).", share())
+    lookahead_margin: float = key(
+        0.1, "One-ply values within this of the best move's (on the [-1, 1] scale) are kept by the lookahead target.",
+        number_at_least(0))
+
     # --- self-play ---
     pool_share: float = key(
         0.25,

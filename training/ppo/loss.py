@@ -77,6 +77,16 @@ class LossInfo:
     approx_kl: float
     clip_frac: float
     teacher_ce: float = 0.0
+    lookahead_ce: float = 0.0  # -log P(kept set) over the rows with lookahead targets (training/ppo/lookahead.py)
+
+
+def kept_set_loss(log_probs: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
+    """Per row `-log P(kept set)` (0 for a row with no kept slot, i.e. no target): `log_probs` [B, W] of the legal
+    slots (`MaskedCategorical.log_probs`), `kept` bool [B, W]."""
+    masked = torch.where(kept, log_probs, torch.full_like(log_probs, -torch.inf))
+    has = kept.any(-1)
+    return torch.where(has, -torch.logsumexp(torch.where(has[:, None], masked, torch.zeros_like(masked)), -1),
+                       torch.zeros_like(has, dtype=log_probs.dtype))
 
 
 def ppo_loss(
@@ -97,13 +107,20 @@ def ppo_loss(
     teacher_best: torch.Tensor | None = None,
     teacher_weight: float = 0.0,
     features: torch.Tensor | None = None,
+    kept: torch.Tensor | None = None,
+    lookahead_weight: float = 0.0,
+    lookahead_share: float = 1.0,
 ) -> tuple[torch.Tensor, LossInfo]:
     """The clipped PPO objective (CleanRL's ppo.py) on one minibatch, with masked actions.
 
     `ids`/`valid` are each position's candidate actions (`model.legal_slots`), `slots` the
     chosen entry of `ids`. With `teacher_best` (bool, the teacher's best slots) and a positive
     `teacher_weight`, the kickstarting cross-entropy towards the uniform distribution over
-    those slots is added (training/teacher.py).
+    those slots is added (training/teacher.py). With `kept` (bool, the one-ply lookahead's kept slots; rows
+    without a target have none) and a positive `lookahead_weight`, `-log P(kept set)` is added, summed over the
+    rows and divided by `rows * lookahead_share` (the expected number of rows with a target), so that the loss is
+    linear in the rows: two halves of a minibatch weighted by their shares add up to the whole
+    (training/ppo/lookahead.py).
     """
     logits, values = model(obs, ids, features, valid=valid)
     dist = MaskedCategorical(logits, valid)
@@ -129,5 +146,13 @@ def ppo_loss(
         n_best = best.sum(-1).clamp(min=1)
         teacher_ce = -(torch.where(best, dist.log_probs, torch.zeros_like(dist.log_probs)).sum(-1) / n_best).mean()
         loss = loss + teacher_weight * teacher_ce
-    info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac, teacher_ce)))
+    lookahead_ce = torch.zeros(())
+    if kept is not None and lookahead_weight > 0:
+        per_row = kept_set_loss(dist.log_probs, kept & valid)
+        loss = loss + lookahead_weight * per_row.sum() / (len(per_row) * max(lookahead_share, 1e-8))
+        with torch.no_grad():
+            has = (kept & valid).any(-1)
+            lookahead_ce = per_row[has].mean() if has.any() else torch.zeros(())
+    info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac, teacher_ce,
+                                                   lookahead_ce)))
     return loss, info

@@ -162,7 +162,7 @@ class Helper:
                 "rerun with --processes 1 to train in one process")
 
 
-_RO_TENSORS = ("obs", "ids", "counts", "slots", "logp", "features", "teacher")  # Rollout's torch fields
+_RO_TENSORS = ("obs", "ids", "counts", "slots", "logp", "features", "teacher", "kept")  # Rollout's torch fields
 
 
 def _rollout_buffers(cfg: Any, model: PolicyValueNet, t_len: int, n: int) -> dict[str, torch.Tensor]:
@@ -176,6 +176,7 @@ def _rollout_buffers(cfg: Any, model: PolicyValueNet, t_len: int, n: int) -> dic
         "slots": torch.zeros((t_len, n), dtype=torch.long),
         "logp": torch.zeros((t_len, n)),
         "teacher": torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool),
+        "kept": torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool),
     }
     if model.heuristic_prior:
         buf["features"] = torch.zeros((t_len, n, MAX_LEGAL))
@@ -191,6 +192,7 @@ def _batch_buffers(cfg: Any, model: PolicyValueNet, size: int) -> dict[str, torc
         "ids": torch.zeros((size, MAX_LEGAL), dtype=torch.long),
         "valid": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
         "teacher": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
+        "kept": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
         **{k: torch.zeros(size, dtype=torch.long) for k in ("slots",)},
         **{k: torch.zeros(size) for k in ("logp", "values", "adv", "ret")},
     }
@@ -278,7 +280,8 @@ def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], bf16: bool, seed: in
                 pool = OpponentPool.from_state(msg[1], cfg.pool_size)
             elif kind == "batch":
                 _, size, width, present = msg
-                batch = dict.fromkeys(("obs", "ids", "valid", "slots", "feats", "teacher", "logp", "values", "adv", "ret"))
+                batch = dict.fromkeys(("obs", "ids", "valid", "slots", "feats", "teacher", "kept", "logp", "values", "adv",
+                                       "ret"))
                 for k in present:
                     view = batch_buf[k][:size]
                     batch[k] = view[:, :width] if view.dim() == 2 else view

@@ -59,6 +59,7 @@ from ..runlog import RunDir, RunDirBusy, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 from . import parallel
 from .config import TrainConfig, load_config, split_overrides
+from .lookahead import kept_slots
 from .loss import LossInfo, per_player_gae, ppo_loss
 from .opponents import OpponentPool
 from .shaping import mover_potential
@@ -66,7 +67,7 @@ from .shaping import mover_potential
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
     "entropy", "approx_kl", "clip_frac", "teacher_ce", "teacher_weight", "explained_var", "games", "mean_game_plies", "pool_games",
-    "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate",
+    "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate", "lookahead_ce",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
 LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
@@ -115,6 +116,7 @@ class Rollout:
     phi: np.ndarray  # float32[T, N]: shaping potential of the mover at step t (shaping.py)
     features: torch.Tensor | None  # float[T, N, MAX_LEGAL]: heuristic feature per slot (heuristic_prior), if on
     teacher: torch.Tensor | None  # bool[T, N, MAX_LEGAL]: the greedy teacher's best slots (teacher.py), if on
+    kept: torch.Tensor | None  # bool[T, N, MAX_LEGAL]: the one-ply lookahead's kept slots (lookahead.py), if on
     bootstrap: np.ndarray  # float32[N, 2]: (V + Phi) of each colour's next decision after the last step
 
 
@@ -183,6 +185,7 @@ class SelfPlay:
         learner = np.ones((t_len, n), bool)
         phi = np.zeros((t_len, n), np.float32)
         teacher_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if teacher else None
+        kept_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if cfg.lookahead_coef > 0 else None
         feat_buf = torch.zeros((t_len, n, MAX_LEGAL)) if self.model.heuristic_prior else None
         use_pool = self.n_pool > 0 and len(pool) > 0
         if use_pool:
@@ -219,6 +222,12 @@ class SelfPlay:
                 rows_learning = np.flatnonzero(learner[t]).astype(np.int64)
                 best = greedy_best_slots(np.ascontiguousarray(self.env.states), rows_learning, width)
                 teacher_buf[t, :, :width] = torch.from_numpy(best)
+            if kept_buf is not None:  # one-ply targets at a share of the learner's decisions, in the frame of `obs`
+                chosen = np.flatnonzero(learner[t] & (self.rng.random(n) < cfg.lookahead_share))
+                if len(chosen):
+                    kept = kept_slots(self.model, self.env.states, chosen, ids, valid.sum(axis=1),
+                                      cfg.shaping_scale, cfg.lookahead_margin, self.device)
+                    kept_buf[t, chosen, :width] = torch.from_numpy(kept)
             obs_buf[t] = torch.from_numpy(obs)
             ids_buf[t, :, :width] = torch.from_numpy(net_ids.astype(np.int16))
             count_buf[t] = torch.from_numpy(valid.sum(axis=1))
@@ -239,7 +248,7 @@ class SelfPlay:
         bootstrap[rows, mover] = last_value
         bootstrap[rows, 1 - mover] = -last_value  # zero-sum: the other colour's value of this state
         return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
-                       phi, feat_buf, teacher_buf, bootstrap)
+                       phi, feat_buf, teacher_buf, kept_buf, bootstrap)
 
     def _greedy_replies(self, v, width: int, slots: torch.Tensor, learner: np.ndarray) -> None:
         """The greedy agent's moves (uniform among its best-scoring ones) where it is to move; not trained on."""
@@ -286,6 +295,7 @@ def flat_batch(ro: Rollout, advantages: np.ndarray, returns: np.ndarray, teacher
         "slots": ro.slots.reshape(-1)[keep],
         "feats": None if ro.features is None else ro.features.reshape(-1, ro.features.shape[-1])[keep][:, :width],
         "teacher": None,
+        "kept": None if ro.kept is None else ro.kept.reshape(-1, ro.kept.shape[-1])[keep][:, :width],
         "logp": ro.logp.reshape(-1)[keep],
         "values": torch.from_numpy(ro.values.reshape(-1))[keep],
         "adv": torch.from_numpy(advantages.reshape(-1))[keep],
@@ -307,7 +317,7 @@ def minibatch_loss(cfg: TrainConfig, model: PolicyValueNet, batch: dict[str, Any
         model, rows("obs"), rows("ids"), rows("valid"), rows("slots"), rows("logp"), rows("values"),
         rows("adv") if adv is None else adv.to(device), rows("ret"),
         cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv if norm_adv is None else norm_adv,
-        rows("teacher"), teacher_weight, rows("feats"),
+        rows("teacher"), teacher_weight, rows("feats"), rows("kept"), cfg.lookahead_coef, cfg.lookahead_share,
     )  # fmt: skip
 
 
@@ -327,7 +337,7 @@ def ppo_update(cfg: TrainConfig, model: PolicyValueNet, optimizer: torch.optim.O
     if helper is not None:
         helper.set_batch(batch)
     model.train()
-    info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    info = LossInfo(0.0, 0.0, 0.0, 0.0, 0.0)
     for _epoch in range(cfg.update_epochs):
         order = rng.permutation(size)
         for start in range(0, size - mb + 1, mb):
