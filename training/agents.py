@@ -36,8 +36,8 @@ from colony_env.agents.az import AZAgent, RolloutMixEvaluator, SearchConfig
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .checkpoint import load_model
-from .ppo.shaping import mover_potential
 from .model import MaskedCategorical, PolicyValueNet
+from .ppo.shaping import mover_potential
 from .teacher import greedy_action_features
 
 NEAR_TIE_NATS = 0.5

@@ -23,8 +23,8 @@ from colony_env.constants import I_REASON, I_TO_MOVE, N_CELLS, NOBODY, STATE_LEN
 from colony_env.frame import to_frame
 from colony_env.observation import OBS_SHAPE, encode_given
 
+from ..agents import ValueReading
 from ..model import PolicyValueNet
-from .shaping import mover_potential
 
 
 @njit(cache=True)
@@ -74,11 +74,9 @@ def kept_slots(model: PolicyValueNet, states: np.ndarray, rows: np.ndarray, ids:
     if len(live):
         was_training = model.training
         model.eval()
-        head = model.value(torch.from_numpy(child_obs[live]).to(device)).float().cpu().numpy().astype(np.float64)
+        head = model.value(torch.from_numpy(child_obs[live]).to(device)).float().cpu().numpy()
         model.train(was_training)
-        if shaping_scale:  # the head learnt V - Phi (shaping.py)
-            head = head + mover_potential(child_states[live], shaping_scale)
-        values[live] = sign[live] * np.clip(head, -1.0, 1.0)
+        values[live] = sign[live] * ValueReading(tanh=False, shaping_scale=shaping_scale)(head, child_states[live])
     kept = np.zeros((len(rows), ids.shape[1]), np.bool_)
     start = 0
     for i, r in enumerate(rows):
