@@ -104,14 +104,12 @@ class Analyser:
         agent = _agent(spec)  # a missing or corrupt checkpoint is reported here, in agent_specs' words
         self.policy = None
         self.reading = None
-        self.shaping_scale = 0.0
         if parsed.kind == "checkpoint":
             from colony_training import agents, checkpoint  # imported on first use: they pull in torch
 
             self.policy = agents.load_policy_agent(parsed.path)
             # how the value head reads as a value: tanh for colony-zero, head + Phi with reward shaping
             self.reading = agents.ValueReading.of_checkpoint(checkpoint.read_checkpoint(parsed.path))
-            self.shaping_scale = self.reading.shaping_scale
         inner = getattr(agent, "inner", agent)  # agent_specs wraps loaded agents under the spec's name
         # MCTSAgent.mcts_search gives the root's children; AZAgent.analyse the root's statistics
         self.searcher = inner if any(callable(getattr(inner, m, None)) for m in ("mcts_search", "analyse")) else None
@@ -179,7 +177,8 @@ class Analyser:
         most likely move); a search tree that keeps its nodes (`mcts:N`) goes on along its most
         visited children, and the network's most likely moves continue it to PV_PLIES (`pv_source`).
         """
-        out: dict[str, Any] = {"policy": None, "value": None, "search": None, "shaping_scale": self.shaping_scale,
+        out: dict[str, Any] = {"policy": None, "value": None, "search": None,
+                               "shaping_scale": self.reading.shaping_scale if self.reading else 0.0,
                                "ownership": None, "pv": [], "pv_source": None, "best": None}
         line: list[int] = []
         if self.policy is not None:

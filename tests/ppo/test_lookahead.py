@@ -9,6 +9,7 @@ import torch
 import colony_env as ce
 from colony_env import symmetry
 from colony_env.observation import OBS_CHANNELS, encode_observation
+from colony_training.bench_zero import leaf_batch
 from colony_training.model import MaskedCategorical, PolicyValueNet
 from colony_training.ppo.lookahead import kept_slots
 from colony_training.ppo.loss import kept_set_loss
@@ -26,12 +27,9 @@ def flat_value_net() -> PolicyValueNet:
 
 
 def inputs(states: list[ce.GameState]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(packed board-frame states, canonical legal ids padded, counts), as the vector env gives them."""
-    legal = [symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move) for s in states]
-    ids = np.zeros((len(states), max(len(x) for x in legal)), np.int64)
-    for i, x in enumerate(legal):
-        ids[i, : len(x)] = x
-    return np.stack([s._a for s in states]).astype(np.int32), ids, np.array([len(x) for x in legal], np.int64)
+    """(packed board-frame states, canonical legal ids padded, counts) of `states` (`bench_zero.leaf_batch`)."""
+    packed, _obs, ids, counts = leaf_batch(states)
+    return packed, ids.astype(np.int64), counts.astype(np.int64)
 
 
 def positions_with_a_winning_move(wanted: int) -> list[tuple[ce.GameState, set[int]]]:

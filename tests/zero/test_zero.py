@@ -264,19 +264,6 @@ def test_rollout_mix_schedule():
         ZeroConfig(rollout_mix=1.5).finalize()
 
 
-def leaf_inputs(states: list[ce.GameState], width: int | None = None) -> tuple[np.ndarray, ...]:
-    """A leaf evaluator's arguments for `states`, as the search gives them: packed states, observations, the
-    canonical legal ids (the first `width` of each, all when None) and their counts."""
-    packed = np.stack([s._a for s in states]).astype(np.int32)
-    obs = np.stack([encode_observation(s, s.to_move) for s in states]).astype(np.float32)
-    legal = [symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move) for s in states]
-    w = width or max(len(x) for x in legal)
-    ids = np.zeros((len(states), w), np.int16)
-    for k, x in enumerate(legal):
-        ids[k, : min(w, len(x))] = x[:w]
-    return packed, obs, ids, np.full(len(states), w, np.int32)
-
-
 def test_traced_evaluator_matches_eager_at_every_batch_shape():
     """The frozen trace (made at the first call's shapes) serves other batch sizes and widths with eager's numbers."""
     torch.manual_seed(0)
@@ -286,10 +273,15 @@ def test_traced_evaluator_matches_eager_at_every_batch_shape():
     states = [ce.new_game(s) for s in range(5)]
     fast, eager = NetworkEvaluator(model), NetworkEvaluator(model, trace=False)
     for n, width in [(3, 40), (5, None), (1, 7)]:  # the first call fixes the trace's example shapes
-        inputs = leaf_inputs(states[:n], width)
-        w = inputs[2].shape[1]
-        la, va = fast(*inputs)
-        lb, vb = eager(*inputs)
+        packed = np.stack([s._a for s in states[:n]]).astype(np.int32)
+        obs = np.stack([encode_observation(s, s.to_move) for s in states[:n]]).astype(np.float32)
+        legal = [symmetry.board_action_to_canonical(ce.legal_actions(s), s.to_move) for s in states[:n]]
+        w = width or max(len(x) for x in legal)
+        ids = np.zeros((n, w), np.int16)
+        for k, x in enumerate(legal):
+            ids[k, : min(w, len(x))] = x[:w]
+        la, va = fast(packed, obs, ids, np.full(n, w, np.int32))
+        lb, vb = eager(packed, obs, ids, np.full(n, w, np.int32))
         assert la.shape == (n, w) and va.shape == (n,)
         np.testing.assert_allclose(la, lb, atol=1e-5)
         np.testing.assert_allclose(va, vb, atol=1e-6)
@@ -300,6 +292,7 @@ def test_value_reading_follows_each_trainer_and_reaches_the_az_search():
     """colony-zero's head reads through tanh; a PPO head is linear and, with shaping, learns V - Phi (V = head + Phi,
     clipped); `load_az_agent` and the web analysis read a checkpoint's head its trainer's way."""
     from colony_training.agents import ValueReading, load_az_agent
+    from colony_training.bench_zero import leaf_batch
     from colony_training.checkpoint import load_model
     from colony_training.ppo.shaping import mover_potential
 
@@ -326,7 +319,7 @@ def test_value_reading_follows_each_trainer_and_reaches_the_az_search():
 
     model, _ = load_model(ppo)  # the shipped PPO network through the az search's evaluator
     evaluator = load_az_agent(ppo, 4).search.evaluator
-    inputs = leaf_inputs(states)
+    inputs = leaf_batch(states)  # the evaluator's inputs as the search builds them
     with torch.no_grad():
         head = model.value(torch.from_numpy(inputs[1])).double().numpy()
     _, values = evaluator(*inputs)

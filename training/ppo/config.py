@@ -114,7 +114,8 @@ class TrainConfig(Config):
         number_at_least(0),
     )
     lookahead_share: float = key(
-        0.125, "Share of the learner's decisions that get one-ply lookahead targets (when `lookahead_coef` > 0).", share())
+        0.125, "Share of the learner's decisions that get one-ply lookahead targets (when `lookahead_coef` > 0).",
+        share())
     lookahead_margin: float = key(
         0.1, "One-ply values within this of the best move's (on the [-1, 1] scale) are kept by the lookahead target.",
         number_at_least(0))

@@ -148,10 +148,11 @@ def ppo_loss(
         loss = loss + teacher_weight * teacher_ce
     lookahead_ce = torch.zeros(())
     if kept is not None and lookahead_weight > 0:
-        per_row = kept_set_loss(dist.log_probs, kept & valid)
+        kept = kept & valid
+        per_row = kept_set_loss(dist.log_probs, kept)
         loss = loss + lookahead_weight * per_row.sum() / (len(per_row) * max(lookahead_share, 1e-8))
         with torch.no_grad():
-            has = (kept & valid).any(-1)
+            has = kept.any(-1)
             lookahead_ce = per_row[has].mean() if has.any() else torch.zeros(())
     info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac, teacher_ce,
                                                    lookahead_ce)))

@@ -280,8 +280,8 @@ def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], bf16: bool, seed: in
                 pool = OpponentPool.from_state(msg[1], cfg.pool_size)
             elif kind == "batch":
                 _, size, width, present = msg
-                batch = dict.fromkeys(("obs", "ids", "valid", "slots", "feats", "teacher", "kept", "logp", "values", "adv",
-                                       "ret"))
+                batch = dict.fromkeys(("obs", "ids", "valid", "slots", "feats", "teacher", "kept", "logp", "values",
+                                       "adv", "ret"))
                 for k in present:
                     view = batch_buf[k][:size]
                     batch[k] = view[:, :width] if view.dim() == 2 else view
