@@ -163,6 +163,22 @@ def click_cell(driver, name: str) -> None:
     wait(driver, attempt, what=f"a click on {name}")
 
 
+def first_cell(driver, css: str) -> str:
+    """The `data-cell` of the first element matching `css`; if the board was redrawn between finding it and reading
+    it (a stale element), find it again, as `click_cell` does."""
+    found: list[str] = []
+
+    def attempt(d) -> bool:
+        try:
+            found.append(d.find_elements(By.CSS_SELECTOR, css)[0].get_attribute("data-cell"))
+            return True
+        except (StaleElementReferenceException, IndexError):
+            return False
+
+    wait(driver, attempt, what=f"an element {css}")
+    return found[-1]
+
+
 def screenshot(driver, workdir: Path, name: str) -> Path:
     folder = Path(os.environ.get(SCREENSHOT_ENV) or workdir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -506,9 +522,8 @@ def test_arrows_on_the_game_menu_step_the_game(browser, server, record, tmp_path
 def test_a_search_shows_its_progress_and_stop_plays_its_best_move_then_undo_clears_the_message(browser, server):
     browser.get(f"{server}/?red=human&blue=mcts:100000&seed=3&max-plies=40")  # its quick first pass: mcts:12500
     wait(browser, ready_for_click, what="the new game")
-    src = browser.find_elements(By.CSS_SELECTOR, "g.sat.movable")[0].get_attribute("data-cell")
-    click_cell(browser, src)
-    click_cell(browser, browser.find_elements(By.CSS_SELECTOR, ".target")[0].get_attribute("data-cell"))
+    click_cell(browser, first_cell(browser, "g.sat.movable"))
+    click_cell(browser, first_cell(browser, ".target"))
     wait(browser, lambda d: "is thinking\u2026" in text(d, "status") and text(d, "status").endswith(" s"), 30,
          what="the search's elapsed time")
     wait(browser, lambda d: d.find_element(By.ID, "stop").is_enabled(), what="a move to stop with")
