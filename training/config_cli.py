@@ -21,7 +21,7 @@ from .shipped import builtin_configs
 
 _error = functools.partial(report_error, "colony-config")
 
-_COMMAND_RE = re.compile(r"\b(colony-train-rllib|colony-zero|colony-train)\b")
+_COMMAND_RE = re.compile(r"\b(colony-train-rllib|colony-zero|colony-distill|colony-train)\b")
 
 
 def describe(path: Path) -> tuple[str, str]:

@@ -53,8 +53,34 @@ def test_end_to_end_records_visit_targets_and_writes_a_loadable_checkpoint(tmp_p
     assert ce.is_legal(state, agent.act(state, np.random.default_rng(0)))
 
 
-def test_resume_regenerates_only_missing_shards_and_the_same_data(tmp_path):
-    assert _run(tmp_path) == 0
+def test_the_az_expert_records_the_improved_policy_over_the_sorted_legal_ids(tmp_path):
+    """`--expert az`: every searched position holds the Gumbel root's improved policy, one probability per legal
+    action in increasing id order (the slots the fit reads, R8.4), in games against greedy and self-play alike."""
+    from colony_env import symmetry
+    from colony_training.agents import load_az_agent
+
+    assert _run(tmp_path, "--expert", "az", "--max-considered", "4", "--greedy-share", "0.5") == 0
+    run = tmp_path / "run"
+    data = load_shards(sorted((run / "data").glob("shard_*.npz")))
+    assert set(np.unique(data.game)) == {0, 1, 2, 3}
+    assert {distill.game_plan(DistillConfig(init="x", games=4, greedy_share=0.5), g)[1] for g in range(4)} == {
+        True, False}  # the seeds above play both kinds of game
+    search = load_az_agent(run.parent / "tiny.pt", SIMS, max_considered=4).search
+    for r in range(len(data)):
+        state = ce.engine._wrap(data.states[r].copy())
+        target = data.visits[data.offsets[r]: data.offsets[r + 1]]
+        legal = np.sort(ce.legal_actions(state))
+        assert len(target) == len(legal) > 1 and (target >= 0).all() and abs(target.sum() - 1) < 1e-5
+        if r % 10 == 0:  # the search's arrays are over the legal ids in increasing order, as stored
+            result = search.search([state], np.random.default_rng(r))[0]
+            np.testing.assert_array_equal(result.canonical_actions,
+                                          symmetry.board_action_to_canonical(legal, int(state.to_move)))
+    assert read_checkpoint(run / "distilled.pt")["meta"]["distill"]["positions"] == len(data)
+
+
+@pytest.mark.parametrize("expert", ["mcts", "az"])
+def test_resume_regenerates_only_missing_shards_and_the_same_data(tmp_path, expert):
+    assert _run(tmp_path, "--expert", expert) == 0
     run = tmp_path / "run"
     first = load_shards([run / "data" / "shard_0001.npz"])
     kept = (run / "data" / "shard_0000.npz").stat().st_mtime_ns
@@ -134,6 +160,40 @@ def test_fit_moves_the_policy_to_the_target_action_for_both_colours(tmp_path):
         assert ids[int(np.argmax(probs))] == np.sort(ce.legal_actions(s))[pick]
 
 
+def test_az_fits_are_validated_in_symmetric_frames(tmp_path):
+    """The az target is softmax(the network's own logits + the search's terms): held out in the identity frame,
+    the untouched weights would match it by construction and win the choice of epoch. So an az fit shows its
+    held-out positions in random board symmetries (R1.3's colour-preserving ones), where no network is exactly
+    symmetric; an mcts fit, whose targets are visit counts, holds them out as they are."""
+    torch.manual_seed(1)
+    net = PolicyValueNet(observation.OBS_CHANNELS, 4, 1, heuristic_prior=False, target_features=True)
+    with torch.no_grad():
+        for w in net.parameters():
+            w.normal_(0.0, 0.5)  # a policy far from uniform, as a trained one is
+    init = save_checkpoint(tmp_path / "sharp.pt", net, {"channels": 4}, {"global_step": 0})
+    policy = load_policy_agent(init)
+    rng = np.random.default_rng(2)
+    states, targets = [], []
+    state = ce.new_game(7)
+    while len(states) < 12:
+        ids, probs, _ = policy.policy(state)  # the network's own policy, ids ascending
+        assert (np.diff(ids) > 0).all()
+        states.append(state._a.copy())
+        targets.append(probs.astype(np.float32))
+        state = ce.apply_action(state, int(rng.choice(ids)))
+    games = 10  # every game the same positions, so the held-out ones are these whichever games are held out
+    n = [len(t) for t in targets]
+    data = Dataset(np.stack(states * games), np.concatenate(targets * games),
+                   np.concatenate([[0], np.cumsum(n * games)]).astype(np.int64), np.repeat(np.arange(games), len(states)))
+    entropy = float(np.mean([-(t * np.log(t)).sum() for t in targets]))
+    ce_before = {}
+    for expert in ("mcts", "az"):
+        cfg = DistillConfig(init=str(init), expert=expert, epochs=1, batch_size=8, seed=0)
+        ce_before[expert] = fit(cfg, data, tmp_path / expert, progress=False)["val_ce_before"]
+    assert ce_before["mcts"] == pytest.approx(entropy, rel=1e-4)  # the identity frame: the target itself
+    assert ce_before["az"] > entropy + 0.01  # the same weights, seen in other frames, are not the target
+
+
 def test_errors_say_what_is_wrong(tmp_path, capsys):
     assert distill.main(["--init", str(tmp_path / "missing.pt"), "--out", str(tmp_path / "r")]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -141,6 +201,8 @@ def test_errors_say_what_is_wrong(tmp_path, capsys):
     assert "config key 'games' = 1 is invalid; allowed: an integer >= 2" in capsys.readouterr().err
     assert distill.main(["--init", str(_tiny(tmp_path)), "--greedy-share", "1.5", "--out", str(tmp_path / "r")]) == 2
     assert "config key 'greedy_share' = 1.5 is invalid; allowed: a number in [0, 1]" in capsys.readouterr().err
+    assert distill.main(["--init", str(_tiny(tmp_path)), "--expert", "alphazero", "--out", str(tmp_path / "r")]) == 2
+    assert "config key 'expert' = 'alphazero' is invalid; allowed: mcts, az" in capsys.readouterr().err
     assert distill.main(["--resume", str(tmp_path)]) == 2
     assert "no config.json" in capsys.readouterr().err
     assert distill.main(["--resume", str(tmp_path), "--games", "8"]) == 2

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .. import config as config_lib
-from ..config import RUN_NAME, Check, Config, at_least, below, key, number_at_least, positive, share
+from ..config import RUN_NAME, Check, Config, at_least, below, key, number_at_least, one_of, positive, share
 
+
+EXPERTS = ("mcts", "az")
 
 
 @dataclass
@@ -29,8 +31,14 @@ class DistillConfig(Config):
                         RUN_NAME)
     out_dir: str = key("runs", "Where run directories are created (without --out).")
     games: int = key(1200, "Games to play with the search.", at_least(2))
+    expert: str = key("mcts", "The search that teaches: `mcts` (the policy as the root's prior, random rollouts "
+                      "judge the moves; the target is the root's visit counts) or `az` (the network's priors and "
+                      "values at every node, its value head read as its trainer fitted it, Gumbel root; the target "
+                      "is the search's improved policy).", one_of(EXPERTS))
     simulations: int = key(200, "Search simulations per move.", at_least(1))
-    prior_c: float = key(DEFAULT_PRIOR_C, "The root's PUCT constant.", number_at_least(0))
+    prior_c: float = key(DEFAULT_PRIOR_C, "The root's PUCT constant (expert `mcts`).", number_at_least(0))
+    max_considered: int = key(16, "Root actions the Gumbel root considers (expert `az`; m of `az:N:m=M`).",
+                              at_least(1))
     greedy_share: float = key(0.5, "Share of the games against the greedy agent (the rest: the search against itself).",
                               share())
     shard_games: int = key(50, "Games per data shard (the unit an interrupted run resumes from).", at_least(1))

@@ -9,19 +9,25 @@ Search", NeurIPS 2017; AlphaZero's policy target) turns that gap into training d
 1. **Generate.** The search agent plays `games` games from seeded random setups, a
    `greedy_share` of them against the greedy agent and the rest against itself. Every
    position where the search chose a move is stored as the packed engine state with the
-   root visit counts over its legal actions (in increasing id order). Games are written
+   search's target over its legal actions (in increasing id order): the root's visit
+   counts for `expert: mcts`, the improved policy of the Gumbel root for `expert: az`
+   (`checkpoint:PATH:az:N:m=M`, the network's own priors and values at every node; its
+   `shard_games` games are searched side by side, one network call per simulation step). Games are written
    in shards of `shard_games`, so an interrupted run keeps what it generated and
    `--resume` continues with the next shard (game seeds are fixed, so a resumed run
    produces the same data as an uninterrupted one).
 2. **Fit.** Starting from the same weights, minimise the cross-entropy between the policy
-   over the legal actions and the normalised visit counts, with symmetry augmentation;
-   a held-out tenth of the games picks the best epoch. Only the policy is fitted: the
-   value head (trained on shaped PPO returns) is not used at play time and gets no loss.
+   over the legal actions and the normalised targets, with symmetry augmentation;
+   a held-out tenth of the games picks the best epoch (for `az`, shown in random board
+   symmetries: its target holds the network's own identity-frame logits, which the
+   untouched weights would match by construction). Only the policy is fitted: the
+   value head gets no loss (the trunk it reads moves with the policy's fit).
 3. **Write** `distilled.pt`, a checkpoint in the usual format (same architecture and
    config as the input, `meta["distill"]` saying how it was made), loadable everywhere a
    checkpoint is.
 
     colony-distill --init checkpoints/colony_ppo.pt --games 2400 --out runs/distill
+    colony-distill --config distill_az --init RUN/checkpoints/latest.pt   # the az expert (configs/distill_az.yaml)
 
 The fit is colony-zero's (`zero/fit.py`): the same policy cross-entropy and gradient step.
 The settings are `DistillConfig` (config.py); the run directory holds `config.yaml`, `data/`,
@@ -45,11 +51,12 @@ import torch
 import colony_env as ce
 from colony_env import observation, symmetry
 from colony_env.agents import GreedyAgent
+from colony_env.agents.az import BatchedSearch
 from colony_env.constants import STATE_LEN
 from colony_env.engine import _wrap
 
 from ..augment import AUG_SYMS, augment
-from ..agents import load_search_agent
+from ..agents import load_az_agent, load_search_agent
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script, report_error, terminate_workers
 from ..config import ConfigError, config_help
@@ -74,9 +81,12 @@ class DistillError(ValueError):
 _WORKER: dict = {}
 
 
-def _init_worker(init: str, simulations: int, prior_c: float) -> None:
+def _init_worker(cfg: DistillConfig) -> None:
     torch.set_num_threads(1)
-    _WORKER["search"] = load_search_agent(init, simulations, prior_c)
+    if cfg.expert == "az":
+        _WORKER["search"] = load_az_agent(cfg.init, cfg.simulations, max_considered=cfg.max_considered).search
+    else:
+        _WORKER["search"] = load_search_agent(cfg.init, cfg.simulations, cfg.prior_c)
     _WORKER["greedy"] = GreedyAgent()
 
 
@@ -108,14 +118,48 @@ def play_recorded(search, greedy, setup_seed: int, vs_greedy: bool, search_colou
     return states, visits
 
 
+def play_batched(search: BatchedSearch, greedy, plans: list[tuple[int, int, bool, int]]
+                 ) -> dict[int, tuple[list[np.ndarray], list[np.ndarray]]]:
+    """Play the games of `plans` ((game, setup seed, against greedy?, colour of the searching side)) side by
+    side, every searched position of all of them in one batched search; per game, (states, improved policy per
+    sorted legal id) of the searched positions, as `play_recorded` gives them."""
+    games = [{"game": g, "state": ce.new_game(seed), "greedy": vs, "colour": colour,
+              "rng": np.random.default_rng([seed, g]), "states": [], "targets": []} for g, seed, vs, colour in plans]
+    live = games
+    while live:
+        searched = []
+        for g in live:  # greedy's moves and forced moves (often a pass) need no search
+            while not g["state"].is_over:
+                if g["greedy"] and int(g["state"].to_move) != g["colour"]:
+                    g["state"] = ce.apply_action(g["state"], greedy.act(g["state"], g["rng"]))
+                    continue
+                legal = ce.legal_actions(g["state"])
+                if len(legal) > 1:
+                    searched.append(g)
+                    break
+                g["state"] = ce.apply_action(g["state"], int(legal[0]))
+        if searched:
+            for g, r in zip(searched, search.search([g["state"] for g in searched], [g["rng"] for g in searched])):
+                g["states"].append(g["state"]._a.copy())
+                g["targets"].append(r.policy.astype(np.float32))  # over the legal ids in increasing order
+                g["state"] = r.next_state
+        live = [g for g in live if not g["state"].is_over]
+    return {g["game"]: (g["states"], g["targets"]) for g in games}
+
+
 def _play_job(args: tuple[int, int, bool, int]) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
     game, setup_seed, vs_greedy, colour = args
     rng = np.random.default_rng([setup_seed, game])
     return game, *play_recorded(_WORKER["search"], _WORKER["greedy"], setup_seed, vs_greedy, colour, rng)
 
 
+def _play_shard_job(plans: list[tuple[int, int, bool, int]]) -> dict[int, tuple[list[np.ndarray], list[np.ndarray]]]:
+    return play_batched(_WORKER["search"], _WORKER["greedy"], plans)
+
+
 def write_shard(path: Path, games: list[int], per_game: dict[int, tuple[list[np.ndarray], list[np.ndarray]]]) -> None:
-    """One `.npz` shard: states int32[N, STATE_LEN], flat visit counts with offsets, the game of each position."""
+    """One `.npz` shard: states int32[N, STATE_LEN], the flat targets (visit counts or improved policy, float32;
+    shards written before the az expert hold int32 counts) with offsets, the game of each position."""
     states, flat, offsets, game_of = [], [], [0], []
     for g in games:
         s, v = per_game[g]
@@ -129,7 +173,7 @@ def write_shard(path: Path, games: list[int], per_game: dict[int, tuple[list[np.
         tmp,
         format=np.array(DATA_FORMAT),
         states=np.asarray(states, np.int32).reshape(-1, STATE_LEN),
-        visits=np.concatenate(flat).astype(np.int32) if flat else np.zeros(0, np.int32),
+        visits=np.concatenate(flat).astype(np.float32) if flat else np.zeros(0, np.float32),
         offsets=np.asarray(offsets, np.int64),
         game=np.asarray(game_of, np.int64),
     )
@@ -147,28 +191,33 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
         return paths
     from tqdm import tqdm
 
-    jobs = []
-    for i in todo:
-        for g in range(i * cfg.shard_games, min(cfg.games, (i + 1) * cfg.shard_games)):
-            jobs.append((g, *game_plan(cfg, g)))
-    bar = tqdm(total=len(jobs), desc="search games", unit="game", disable=not progress, dynamic_ncols=True)
+    shard_plans = {i: [(g, *game_plan(cfg, g)) for g in range(i * cfg.shard_games,
+                                                              min(cfg.games, (i + 1) * cfg.shard_games))]
+                   for i in todo}
+    bar = tqdm(total=sum(map(len, shard_plans.values())), desc="search games", unit="game", disable=not progress,
+               dynamic_ncols=True)
     pending: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     positions = 0
     ctx = mp.get_context("spawn")  # torch in forked workers can hang; spawn as colony-eval does
-    pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker,
-                                  initargs=(cfg.init, cfg.simulations, cfg.prior_c))
+    pool = cf.ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_init_worker, initargs=(cfg,))
     try:
-        for game, s, v in pool.map(_play_job, jobs, chunksize=1):
-            pending[game] = (s, v)
-            positions += len(s)
-            bar.update(1)
+        if cfg.expert == "az":  # a shard's games are searched side by side in one process
+            finished = pool.map(_play_shard_job, list(shard_plans.values()), chunksize=1)
+        else:  # one game per job; pool.map keeps their order
+            finished = ({game: (s, v)} for game, s, v in
+                        pool.map(_play_job, [p for i in todo for p in shard_plans[i]], chunksize=1))
+        for done in finished:
+            for game, (s, v) in done.items():
+                pending[game] = (s, v)
+                positions += len(s)
+                bar.update(1)
             bar.set_postfix(positions=positions)
-            shard = game // cfg.shard_games
-            games = range(shard * cfg.shard_games, min(cfg.games, (shard + 1) * cfg.shard_games))
-            if all(g in pending for g in games):  # pool.map keeps order, so shards complete in turn
-                write_shard(paths[shard], list(games), pending)
+            for i in [i for i in todo if all(p[0] in pending for p in shard_plans[i])]:  # shards complete in turn
+                games = [p[0] for p in shard_plans.pop(i)]
+                write_shard(paths[i], games, pending)
                 for g in games:
                     del pending[g]
+                todo.remove(i)
     except BaseException:
         terminate_workers(pool)  # stopped (Ctrl-C, SIGTERM) or failed: not after the games in flight
         raise
@@ -216,8 +265,10 @@ def load_shards(paths: list[Path]) -> Dataset:
 
 
 # --- 2. fitting --------------------------------------------------------------------------------
-def encode_batch(data: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(obs, canonical ids, valid, heuristic features, target probabilities) of `rows`, padded to the widest row.
+def encode_batch(data: Dataset, rows: np.ndarray, features: bool = True
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(obs, canonical ids, valid, heuristic features, target probabilities) of `rows`, padded to the widest row;
+    without `features` (a network with no heuristic prior, which does not read them) they are zeros.
 
     Slot j of a row is the j-th legal id in increasing board-frame order, as in training and
     `PolicyAgent.policy`; the recorded visit counts use the same order.
@@ -239,7 +290,8 @@ def encode_batch(data: Dataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
         v = data.visits[data.offsets[r]: data.offsets[r + 1]].astype(np.float32)
         target[k, : len(legal)] = v / v.sum()
     valid = np.arange(width)[None, :] < counts[:, None]
-    feats = greedy_action_features(data.states[rows], np.arange(n, dtype=np.int64), width)
+    feats = (greedy_action_features(data.states[rows], np.arange(n, dtype=np.int64), width) if features
+             else np.zeros((n, width), np.float32))
     return obs, ids, valid, feats, target
 
 
@@ -268,8 +320,15 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
     if len(train_rows) == 0 or len(val_rows) == 0:
         raise DistillError(f"need positions from at least 2 games to fit and validate, got {len(games)} game(s)")
     device = torch.device("cpu")
-    val = _tensors(encode_batch(data, val_rows), device)
-    train = encode_batch(data, train_rows)  # encoded once; the heuristic features are the costly part
+    val_batch = encode_batch(data, val_rows, model.heuristic_prior)
+    if cfg.expert == "az" and cfg.augment_symmetry:
+        # The az target is softmax(the network's own logits + the search's Q terms), so at the identity the
+        # untrained weights match part of it by construction, and no network is exactly symmetric: the held-out
+        # positions are shown in a fixed random board symmetry each, as the training positions are.
+        obs, ids = augment(val_batch[0], val_batch[1], rng.choice(AUG_SYMS, size=len(val_rows)))
+        val_batch = (obs, ids, *val_batch[2:])
+    val = _tensors(val_batch, device)
+    train = encode_batch(data, train_rows, model.heuristic_prior)  # encoded once; the heuristic features cost most
 
     def val_scores() -> tuple[float, float]:
         model.eval()
@@ -313,8 +372,10 @@ def fit(cfg: DistillConfig, data: Dataset, out: Path, progress: bool = True) -> 
         "val_positions": len(val_rows), "games": len(games), "best_epoch": best_epoch,
         "val_ce_before": history[0]["val_ce"], "val_ce_after": best_loss,
         "val_agree_before": history[0]["val_agree"], "val_agree_after": best_agree,
-        "simulations": cfg.simulations, "greedy_share": cfg.greedy_share,
+        "expert": cfg.expert, "simulations": cfg.simulations, "greedy_share": cfg.greedy_share,
     }
+    if cfg.expert == "az":
+        summary["max_considered"] = cfg.max_considered
     meta = dict(ckpt["meta"])
     meta["distill"] = summary
     save_checkpoint(out / "distilled.pt", model.eval(), ckpt["config"], meta)
