@@ -229,10 +229,11 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
 
 @dataclass
 class Dataset:
-    """Searched positions: packed states, visit counts as ragged rows, and each position's game."""
+    """Searched positions: packed states, the search's targets (visit counts or improved policy) as ragged rows, and
+    each position's game."""
 
     states: np.ndarray  # int32[N, STATE_LEN]
-    visits: np.ndarray  # int32[total]
+    visits: np.ndarray  # float32[total] (int32 counts in shards written before the az expert)
     offsets: np.ndarray  # int64[N + 1]
     game: np.ndarray  # int64[N]
 
