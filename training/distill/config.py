@@ -17,7 +17,6 @@ from colony_env.agents.mcts import DEFAULT_PRIOR_C
 from .. import config as config_lib
 from ..config import RUN_NAME, Check, Config, at_least, below, key, number_at_least, one_of, positive, share
 
-
 EXPERTS = ("mcts", "az")
 
 
