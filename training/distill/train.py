@@ -212,12 +212,12 @@ def generate(cfg: DistillConfig, out: Path, progress: bool = True) -> list[Path]
                 positions += len(s)
                 bar.update(1)
             bar.set_postfix(positions=positions)
-            for i in [i for i in todo if all(p[0] in pending for p in shard_plans[i])]:  # shards complete in turn
-                games = [p[0] for p in shard_plans.pop(i)]
-                write_shard(paths[i], games, pending)
-                for g in games:
-                    del pending[g]
-                todo.remove(i)
+            for i in sorted({g // cfg.shard_games for g in done}):  # pool.map keeps order: shards complete in turn
+                games = [p[0] for p in shard_plans[i]]
+                if all(g in pending for g in games):
+                    write_shard(paths[i], games, pending)
+                    for g in games:
+                        del pending[g]
     except BaseException:
         terminate_workers(pool)  # stopped (Ctrl-C, SIGTERM) or failed: not after the games in flight
         raise
