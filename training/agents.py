@@ -35,7 +35,6 @@ from colony_env.agents import MCTSAgent
 from colony_env.agents.az import AZAgent, RolloutMixEvaluator, SearchConfig
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
-from .augment import AUG_SYMS, augment
 from .checkpoint import load_model
 from .model import MaskedCategorical, PolicyValueNet
 from .ppo.shaping import mover_potential
@@ -50,17 +49,13 @@ class PolicyAgent:
 
     It encodes the position in the mover's canonical view, scores the legal actions only
     (mapped to that view), and either takes the most likely one (`greedy=True`, near-ties
-    within NEAR_TIE_NATS broken with `rng`) or samples from the policy. With `symmetric=True`
-    the position is shown in the 4 colour-preserving board symmetries the trainers augment with
-    (one batch) and the policy is the normalised mean of the 4 log-probabilities, the value their
-    mean: an exactly equivariant policy from a network that is only nearly so.
+    within NEAR_TIE_NATS broken with `rng`) or samples from the policy.
     """
 
-    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True, symmetric: bool = False) -> None:
+    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
         self.model = model.eval()
         self.name = name
         self.greedy = greedy
-        self.symmetric = symmetric
 
     @torch.no_grad()
     def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
@@ -73,19 +68,12 @@ class PolicyAgent:
         colour = state.to_move
         board_ids = ce.legal_actions(state)
         canonical = symmetry.board_action_to_canonical(board_ids, colour)
-        obs = observation.encode_observation(state, colour)[None]
-        ids = np.asarray(canonical, np.int64)[None]
+        obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
         feats = None
         if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
-            feats = torch.from_numpy(greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids)))
-        if self.symmetric:  # slot j of every view is the same action (augment keeps the slots)
-            n = len(AUG_SYMS)
-            obs, ids = augment(np.repeat(obs, n, 0), np.repeat(ids, n, 0), AUG_SYMS)
-            feats = None if feats is None else feats.expand(n, -1)
-        logits, value = self.model(torch.from_numpy(obs), torch.from_numpy(ids), feats)
-        if self.symmetric:
-            logp = torch.log_softmax(logits.double(), -1).mean(0)
-            return board_ids, torch.softmax(logp, -1).numpy(), float(value.double().mean())
+            feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
+            feats = torch.from_numpy(feats)
+        logits, value = self.model(obs, torch.from_numpy(canonical)[None], feats)
         dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
         return board_ids, dist.probs[0].double().numpy(), float(value[0])
 
@@ -100,12 +88,12 @@ class PolicyAgent:
         return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
 
 
-def load_policy_agent(path: str | Path, greedy: bool = True, symmetric: bool = False) -> PolicyAgent:
+def load_policy_agent(path: str | Path, greedy: bool = True) -> PolicyAgent:
     """The agent of a checkpoint file; `CheckpointError` for a missing, corrupt or mismatched file."""
     model, data = load_model(path)
     steps = data["meta"].get("global_step")
-    name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "") + (":sym" if symmetric else "")
-    return PolicyAgent(model, name=name, greedy=greedy, symmetric=symmetric)
+    name = f"ppo:{Path(path).name}" + (f"@{steps}" if steps is not None else "")
+    return PolicyAgent(model, name=name, greedy=greedy)
 
 
 def load_search_agent(path: str | Path, simulations: int, prior_c: float = DEFAULT_PRIOR_C) -> MCTSAgent:

@@ -150,9 +150,7 @@ def test_outputs_json_csv_and_records(tmp_path):
     "spec, kind",
     [("random", "random"), ("GREEDY", "greedy"), ("mcts:200", "mcts"), ("mcts:50:1.5", "mcts"),
      ("checkpoint:x.pt", "checkpoint"), ("checkpoint:x.pt:sample", "checkpoint"),
-     ("checkpoint:dir/x.pt:mcts:200", "checkpoint"), ("checkpoint:x.pt:MCTS:50:0.5", "checkpoint"),
-     ("checkpoint:x.pt:sym", "checkpoint"), ("checkpoint:x.pt:sample:sym", "checkpoint"),
-     ("checkpoint:x.pt:sym:sample", "checkpoint")],
+     ("checkpoint:dir/x.pt:mcts:200", "checkpoint"), ("checkpoint:x.pt:MCTS:50:0.5", "checkpoint")],
 )
 def test_agent_specs_parse(spec, kind):
     parsed = parse_agent_spec(spec)
@@ -166,9 +164,6 @@ def test_agent_specs_parse(spec, kind):
         assert (parsed.simulations, parsed.uct_c) == (50, 1.5)
     if spec.endswith(":sample"):
         assert parsed.path == "x.pt" and not parsed.greedy
-    assert parsed.symmetric == (":sym" in spec)
-    if ":sym" in spec:
-        assert parsed.greedy == (":sample" not in spec)
 
 
 @pytest.mark.parametrize("spec", ["", "alphazero", "mcts", "mcts:", "mcts:0", "mcts:abc", "mcts:10:x", "mcts:1:2:3",

@@ -8,7 +8,6 @@
 | `mcts:N:C`               | the same with exploration constant C                          |
 | `checkpoint:PATH`        | a trained policy, most likely legal action                   |
 | `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |
-| `checkpoint:PATH:sym`    | the policy averaged over the 4 board symmetries the trainers augment with (also `:sample:sym`) |
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
@@ -51,13 +50,11 @@ SPEC_HELP = (
     "allowed agent specs: 'random', 'greedy', 'zero' and 'ppo' (the shipped networks; 'zero:az:200' searches, "
     "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
-    "'checkpoint:PATH:sym' (the policy averaged over 4 board symmetries; also ':sample:sym'), "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
     "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:bf16|:int8]' (the network's priors and values at every node)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
-SYM_SUFFIX = ":sym"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix"}  # az:N:key=value
@@ -78,7 +75,6 @@ class AgentSpec:
     uct_c: float = DEFAULT_UCT_C
     path: str = ""
     greedy: bool = True
-    symmetric: bool = False  # checkpoint:PATH:sym; the policy averaged over the board symmetries
     search_simulations: int = 0  # checkpoint:PATH:mcts:N; 0 = the policy alone
     prior_c: float | None = None  # None: the search's default
     az_simulations: int = 0  # checkpoint:PATH:az:N; 0 = not the network-guided search
@@ -156,7 +152,7 @@ def parse_agent_spec(spec: str) -> AgentSpec:
             raise AgentSpecError(str(e).replace(f"checkpoint:{path}", name.lower())) from None
         if parsed.path != path:
             raise AgentSpecError(f"agent spec {text!r}: unknown suffix {suffix!r}; allowed after "
-                                 f"'{name.lower()}:': 'sample', 'greedy', 'sym', 'sample:sym', 'mcts:N[:C]' or 'az:N[:OPTIONS]'")
+                                 f"'{name.lower()}:': 'sample', 'greedy', 'mcts:N[:C]' or 'az:N[:OPTIONS]'")
         return replace(parsed, text=f"{name.lower()}{sep}{suffix}")
     if low == "mcts" or low.startswith("mcts:"):
         parts = text.split(":")
@@ -185,17 +181,13 @@ def parse_agent_spec(spec: str) -> AgentSpec:
             if not path:
                 raise AgentSpecError(f"checkpoint spec {text!r} has no path; {SPEC_HELP}")
             return AgentSpec(kind="checkpoint", text=text, path=path, search_simulations=sims, prior_c=prior_c)
-        symmetric, play = False, ""
-        for _ in range(2):  # `:sym` and one of `:sample` / `:greedy`, in either order
-            low_path = path.lower()
-            if not symmetric and low_path.endswith(SYM_SUFFIX):
-                path, symmetric = path[: -len(SYM_SUFFIX)], True
-            elif not play and low_path.endswith((SAMPLE_SUFFIX, GREEDY_SUFFIX)):
-                play = SAMPLE_SUFFIX if low_path.endswith(SAMPLE_SUFFIX) else GREEDY_SUFFIX
-                path, greedy = path[: -len(play)], play == GREEDY_SUFFIX
+        if path.lower().endswith(SAMPLE_SUFFIX):
+            path, greedy = path[: -len(SAMPLE_SUFFIX)], False
+        elif path.lower().endswith(GREEDY_SUFFIX):
+            path = path[: -len(GREEDY_SUFFIX)]
         if not path:
             raise AgentSpecError(f"checkpoint spec {text!r} has no path; {SPEC_HELP}")
-        return AgentSpec(kind="checkpoint", text=text, path=path, greedy=greedy, symmetric=symmetric)
+        return AgentSpec(kind="checkpoint", text=text, path=path, greedy=greedy)
     raise AgentSpecError(f"unknown agent spec {text!r}; {SPEC_HELP}")
 
 
@@ -226,7 +218,7 @@ def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
             extra = {} if spec.prior_c is None else {"prior_c": spec.prior_c}
             inner = agents.load_search_agent(spec.path, spec.search_simulations, **extra)
         else:
-            inner = agents.load_policy_agent(spec.path, greedy=spec.greedy, symmetric=spec.symmetric)
+            inner = agents.load_policy_agent(spec.path, greedy=spec.greedy)
     except Exception as e:  # a corrupt file can fail anywhere in torch; report it in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AgentSpecError(f"cannot load checkpoint {spec.path!r}: {first[:300]}") from None
