@@ -215,3 +215,18 @@ def test_errors_say_what_is_wrong(tmp_path, capsys):
         load_shards([bad])
     with pytest.raises(SystemExit):
         distill.main(["--no-such-option"])
+
+
+def test_the_search_target_noise_example_compares_two_searches_and_the_policy(tmp_path):
+    """examples/search_target_noise.py (docs/zero.md, "Three more levers, measured"), tiny settings: two
+    independent searches' targets on a run's positions, and the policy scored against them."""
+    from helpers import load_example
+
+    assert _run(tmp_path, "--expert", "az", "--max-considered", "4") == 0
+    noise = load_example("search_target_noise.py")
+    r = noise.measure(tmp_path / "run", tmp_path / "tiny.pt", positions=5, simulations=SIMS, considered=4)
+    assert r["positions"] == 5 and 0 <= r["same_move"] <= 1
+    assert r["ce_search_to_search"] >= r["entropy"] - 1e-9 >= -1e-9  # Gibbs: no target predicts another better
+    assert r["ce_policy_to_search"] > 0 and r["ce_policy_to_mean"] > 0
+    with pytest.raises(SystemExit, match="no data/shard"):
+        noise.measure(tmp_path, tmp_path / "tiny.pt", positions=5, simulations=SIMS, considered=4)
