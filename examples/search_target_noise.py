@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from colony_env.engine import GameState, _wrap
+from colony_env.engine import GameState
 from colony_training.agents import load_az_agent, load_policy_agent
 from colony_training.distill.train import load_shards
 
@@ -47,7 +47,7 @@ def measure(run: Path, checkpoint: Path, positions: int, simulations: int, consi
     data = load_shards(shards[-1:])
     rng = np.random.default_rng(seed)
     rows = rng.choice(len(data), size=min(positions, len(data)), replace=False)
-    states = [_wrap(data.states[r].copy()) for r in rows]
+    states = [GameState.from_array(data.states[r]) for r in rows]
     search = load_az_agent(checkpoint, simulations, max_considered=considered).search
     a, b = ([r.policy.astype(np.float64) for r in
              search.search(states, [np.random.default_rng([seed, run_k, k]) for k in range(len(states))])]
