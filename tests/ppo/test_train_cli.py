@@ -124,6 +124,29 @@ def test_init_from_a_network_of_fewer_planes_keeps_reading_them(tmp_path: Path) 
     assert data["architecture"]["in_channels"] == 26 and len(data["observation"]) == 26
 
 
+def test_init_from_a_colony_zero_network_leaves_its_ownership_head_out(tmp_path: Path) -> None:
+    """The shipped zero network has an ownership head PPO has no loss for: a run started from it takes every other
+    weight unchanged (learning rate ~0) and writes a network without that head, which still loads as an agent."""
+    zero = ROOT / "checkpoints" / "colony_zero.pt"
+    start = read_checkpoint(zero)
+    assert start["architecture"]["ownership_head"] == 1
+    tiny = list(TINY)
+    tiny[tiny.index("--channels") + 1], tiny[tiny.index("--blocks") + 1] = "64", "4"
+    run = tmp_path / "r"
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(run), *tiny,
+                       "--heuristic-prior", "true", "--policy-target-features", "true", "--total-steps", "16",
+                       "--final-eval-games", "0", "--eval-every", "0", "--learning-rate", "1e-12",
+                       "--init-from", str(zero)]) == 0
+    data = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert data["architecture"]["ownership_head"] == 0
+    kept = {k: v for k, v in start["model"].items() if not k.startswith("ownership.")}
+    assert len(kept) < len(start["model"]) and set(data["model"]) == set(kept)
+    assert all(torch.allclose(kept[k].float(), data["model"][k].float(), atol=1e-5) for k in kept)
+    agent = load_policy_agent(run / "checkpoints" / "latest.pt", greedy=True)
+    s = ce.new_game(1)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+
+
 def test_init_from_another_architecture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *TINY,
                        "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 2

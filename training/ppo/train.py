@@ -398,9 +398,13 @@ _ARCH_KEYS = {"channels": "channels", "blocks": "blocks", "heuristic_prior": "he
               "target_features": "policy_target_features"}  # architecture field -> config key
 
 
-def _architecture_diff(model: PolicyValueNet, data: dict[str, Any]) -> str:
-    """'' if the checkpoint's network has `model`'s architecture, else what differs, in config keys."""
-    want = model.architecture()
+_UNTRAINED_HEADS = {"ownership_head": "ownership."}  # colony-zero's heads that PPO has no loss for -> weight prefix
+
+
+def _architecture_diff(model: PolicyValueNet, data: dict[str, Any], ignore: tuple[str, ...] = ()) -> str:
+    """'' if the checkpoint's network has `model`'s architecture (apart from the fields in `ignore`), else what
+    differs, in config keys."""
+    want = {k: v for k, v in model.architecture().items() if k not in ignore}
     have = {k: int(data["architecture"].get(k, 0)) for k in want}  # older files lack the optional flags
     return ", ".join(f"{_ARCH_KEYS.get(k, k)}: {have[k]!r} there, {v!r} here" for k, v in want.items() if have[k] != v)
 
@@ -415,12 +419,13 @@ def _start_planes(start: dict[str, Any] | None) -> int:
 
 def _load_initial_weights(model: PolicyValueNet, path: str, data: dict[str, Any]) -> None:
     """`init_from`: the weights of `data`, the checkpoint read from `path`, of the same architecture (optimizer and
-    counters start fresh)."""
-    diff = _architecture_diff(model, data)
+    counters start fresh). A colony-zero network's ownership head, which PPO has no loss for, is left out."""
+    diff = _architecture_diff(model, data, ignore=tuple(_UNTRAINED_HEADS))
     if diff:
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
                           "heuristic_prior and policy_target_features to match it")
-    model.load_state_dict(build_model(data).state_dict())
+    dropped = tuple(_UNTRAINED_HEADS.values())
+    model.load_state_dict({k: v for k, v in build_model(data).state_dict().items() if not k.startswith(dropped)})
 
 
 def _read_resume_checkpoint(run_dir: Path) -> dict[str, Any]:
