@@ -41,7 +41,8 @@ from .ppo.shaping import mover_potential
 from .teacher import greedy_action_features
 
 NEAR_TIE_NATS = 0.5
-"""Greedy play picks uniformly among the actions whose log-probability is this close to the best."""
+"""Greedy play picks uniformly among the actions whose log-probability is this close to the best
+(the default of `PolicyAgent.tie_nats`; `examples/policy_play_probe.py` measures other widths)."""
 
 
 class PolicyAgent:
@@ -49,13 +50,17 @@ class PolicyAgent:
 
     It encodes the position in the mover's canonical view, scores the legal actions only
     (mapped to that view), and either takes the most likely one (`greedy=True`, near-ties
-    within NEAR_TIE_NATS broken with `rng`) or samples from the policy.
+    within `tie_nats` broken with `rng`) or samples from the policy.
     """
 
-    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True) -> None:
+    def __init__(self, model: PolicyValueNet, name: str, greedy: bool = True,
+                 tie_nats: float = NEAR_TIE_NATS) -> None:
+        if isinstance(tie_nats, bool) or not isinstance(tie_nats, (int, float)) or not 0 <= tie_nats < float("inf"):
+            raise ValueError(f"tie_nats must be a finite number >= 0, got {tie_nats!r}")
         self.model = model.eval()
         self.name = name
         self.greedy = greedy
+        self.tie_nats = float(tie_nats)
 
     @torch.no_grad()
     def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
@@ -83,7 +88,7 @@ class PolicyAgent:
             # A deterministic argmax shuffles one satellite back and forth in quiet positions until
             # the ply limit (many draws); near-ties are therefore broken at random.
             logp = np.log(np.maximum(probs, 1e-300))
-            best = np.flatnonzero(logp >= logp.max() - NEAR_TIE_NATS)
+            best = np.flatnonzero(logp >= logp.max() - self.tie_nats)
             return int(board_ids[best[rng.integers(len(best))]])
         return int(board_ids[rng.choice(len(probs), p=probs / probs.sum())])
 

@@ -90,6 +90,56 @@ def test_policy_agent_plays_legal_moves(tmp_path: Path) -> None:
     assert all(np.log(probs[list(ids).index(a)]) >= best - agents.NEAR_TIE_NATS for a in chosen)
 
 
+def test_near_tie_width_bounds_greedy_play(tmp_path: Path) -> None:
+    """`tie_nats` 0 plays the single most likely action; a wide one spreads over several; bad widths are refused."""
+    path = save_checkpoint(tmp_path / "a.pt", _net(), {}, {})
+    model, _ = load_model(path)
+    s = ce.new_game(2)
+    strict = agents.PolicyAgent(model, "strict", tie_nats=0.0)
+    ids, probs, _ = strict.policy(s)
+    assert {strict.act(s, np.random.default_rng(k)) for k in range(10)} == {int(ids[np.argmax(probs)])}
+    wide = agents.PolicyAgent(model, "wide", tie_nats=50.0)
+    assert len({wide.act(s, np.random.default_rng(k)) for k in range(40)}) > 1
+    for bad in (-0.1, float("nan"), float("inf"), True, "0.5"):
+        with pytest.raises(ValueError, match="tie_nats must be a finite number >= 0"):
+            agents.PolicyAgent(model, "bad", tie_nats=bad)
+
+
+def test_policy_play_probe_averages_over_symmetries_and_runs(tmp_path: Path, capsys) -> None:
+    """examples/policy_play_probe.py (docs/zero.md, "Play-time settings of the shipped agent"): the symmetry-averaged
+    policy gives a position and its mirror image the same probabilities (the plain one, on a random network, does
+    not), and the probe plays one row per variant."""
+    from helpers import load_example
+
+    from colony_env import symmetry
+
+    probe = load_example("policy_play_probe.py")
+    torch.manual_seed(1)
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, heuristic_prior=True)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    averaged, plain = probe.SymmetricPolicyAgent(net, "sym"), agents.PolicyAgent(net, "plain")
+    s = ce.new_game(5)
+    rng = np.random.default_rng(0)
+    for _ in range(7):  # blue to move, off the opening
+        s = ce.apply_action(s, int(rng.choice(ce.legal_actions(s))))
+    assert s.to_move == ce.BLUE
+    mirrored = symmetry.transform_state(s, symmetry.FLIP_EW)
+    for agent, equal in ((averaged, True), (plain, False)):
+        ids, probs, _ = agent.policy(s)
+        ids_m, probs_m = agent.policy(mirrored)[:2]
+        image = dict(zip(symmetry.transform_action(ids, symmetry.FLIP_EW).tolist(), probs))
+        assert sorted(image) == sorted(ids_m.tolist())
+        assert np.allclose([image[a] for a in ids_m.tolist()], probs_m, atol=1e-9) is equal
+        assert probs.sum() == pytest.approx(1.0)
+    path = save_checkpoint(tmp_path / "h.pt", net, {}, {})
+    rows = probe.main([str(path), "--games", "2", "--seed", "3", "--ties", "0,0.5", "--sample", "--symmetries", "0.5"])
+    assert [r[0] for r in rows] == ["ties 0", "ties 0.5", "sampled", "4 symmetries, ties 0.5"]
+    assert all(r[1] == 2 == r[2] + r[3] + r[4] and 0 <= r[5] <= 1 for r in rows)
+    assert len(capsys.readouterr().out.splitlines()) == 5
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="does not exist"):
         load_policy_agent(tmp_path / "nope.pt")

@@ -1,0 +1,92 @@
+"""Does the policy alone lose games to its play rule? Near-tie widths, sampling and symmetry averaging.
+
+    python examples/policy_play_probe.py checkpoints/colony_zero.pt --games 400 --seed 71012 \\
+        --ties 0,0.1,0.5,1,2 --sample --symmetries 0.5
+
+`checkpoint:PATH` plays the policy's most likely move, near-ties (log-probabilities within
+`NEAR_TIE_NATS` = 0.5 of the best) broken at random (`training/agents.py`). This probe plays the
+same network against `greedy` on the same setups (paired seeds) once for each near-tie width in
+`--ties`, once sampling from the policy (`--sample`), and once for each width in `--symmetries`
+with the policy averaged over the 4 board symmetries that keep each colour's edges (the
+geometric mean of the 4 views' probabilities: one forward pass of 4 positions per move, no
+search). It prints one row per variant. docs/zero.md ("Play-time settings of the shipped
+agent") has one run of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+import colony_env as ce
+from colony_env import observation, symmetry
+from colony_training.agents import PolicyAgent
+from colony_training.augment import AUG_SYMS, augment
+from colony_training.checkpoint import load_model
+from colony_training.eval.evaluate import evaluate
+from colony_training.teacher import greedy_action_features
+
+
+class SymmetricPolicyAgent(PolicyAgent):
+    """`PolicyAgent` whose probabilities are the normalised geometric mean over the colour-keeping symmetries."""
+
+    @torch.no_grad()
+    def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
+        if state.is_over:
+            raise ValueError("the game is over: no action is legal (R8.4)")
+        colour = state.to_move
+        board_ids = ce.legal_actions(state)
+        canonical = symmetry.board_action_to_canonical(board_ids, colour).astype(np.int64)
+        n = len(AUG_SYMS)
+        obs = np.repeat(observation.encode_observation(state, colour)[None], n, axis=0)
+        obs, ids = augment(obs, np.repeat(canonical[None], n, axis=0), AUG_SYMS)
+        feats = None
+        if self.model.heuristic_prior:  # a slot's greedy score does not depend on the view
+            one = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
+            feats = torch.from_numpy(np.repeat(one, n, axis=0))
+        logits, value = self.model(torch.from_numpy(np.ascontiguousarray(obs)), torch.from_numpy(ids), feats)
+        probs = torch.softmax(torch.log_softmax(logits.double(), dim=-1).mean(dim=0), dim=-1)
+        return board_ids, probs.numpy(), float(value.mean())
+
+
+def _widths(text: str) -> list[float]:
+    widths = [float(t) for t in text.split(",") if t.strip()] if text else []
+    if any(not 0 <= w < float("inf") for w in widths):
+        raise argparse.ArgumentTypeError(f"widths are numbers >= 0 in nats, got {text!r}")
+    return widths
+
+
+def main(argv: list[str] | None = None) -> list[tuple]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("checkpoint", help="a network checkpoint (colony-zero or colony-train)")
+    ap.add_argument("--games", type=int, default=400, help="games per variant, even (default 400)")
+    ap.add_argument("--seed", type=int, default=0, help="colony-eval's run seed: the same setups for every variant")
+    ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    ap.add_argument("--ties", type=_widths, default=[0.5], help="near-tie widths in nats, comma-separated (default 0.5)")
+    ap.add_argument("--sample", action="store_true", help="also sample from the policy")
+    ap.add_argument("--symmetries", type=_widths, default=[],
+                    help="near-tie widths for the symmetry-averaged policy (default: none)")
+    args = ap.parse_args(argv)
+    model, _ = load_model(args.checkpoint)
+    variants: list[tuple[str, PolicyAgent]] = [(f"ties {w:g}", PolicyAgent(model, f"ties{w:g}", tie_nats=w))
+                                               for w in args.ties]
+    if args.sample:
+        variants.append(("sampled", PolicyAgent(model, "sampled", greedy=False)))
+    variants += [(f"4 symmetries, ties {w:g}", SymmetricPolicyAgent(model, f"sym4-ties{w:g}", tie_nats=w))
+                 for w in args.symmetries]
+    rows: list[tuple] = []  # (variant, games, the policy's wins, draws, losses, score, its 95% interval)
+    print(f"{'variant':26s} {'games':>5s}   W / D / L      score  95% CI (policy's side, against greedy)")
+    for label, agent in variants:
+        pair = evaluate(["greedy", agent], games=args.games, seed=args.seed, workers=args.workers,
+                        schedule="gauntlet", progress=False).pairs[0]  # greedy's side: read it the other way
+        row = (label, pair.games, pair.losses, pair.draws, pair.wins, 1.0 - pair.score, 1.0 - pair.ci_high,
+               1.0 - pair.ci_low)
+        print("{:26s} {:5d}   {} / {} / {}   {:.3f}  [{:.3f}, {:.3f}]".format(*row), flush=True)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
