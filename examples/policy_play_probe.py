@@ -20,35 +20,25 @@ import argparse
 import numpy as np
 import torch
 
-import colony_env as ce
-from colony_env import observation, symmetry
-from colony_training.agents import PolicyAgent
+from colony_training.agents import NEAR_TIE_NATS, PolicyAgent
 from colony_training.augment import AUG_SYMS, augment
 from colony_training.checkpoint import load_model
 from colony_training.eval.evaluate import evaluate
-from colony_training.teacher import greedy_action_features
 
 
 class SymmetricPolicyAgent(PolicyAgent):
     """`PolicyAgent` whose probabilities are the normalised geometric mean over the colour-keeping symmetries."""
 
-    @torch.no_grad()
-    def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
-        if state.is_over:
-            raise ValueError("the game is over: no action is legal (R8.4)")
-        colour = state.to_move
-        board_ids = ce.legal_actions(state)
-        canonical = symmetry.board_action_to_canonical(board_ids, colour).astype(np.int64)
+    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray,
+                       feats: np.ndarray | None) -> tuple[np.ndarray, float]:
         n = len(AUG_SYMS)
-        obs = np.repeat(observation.encode_observation(state, colour)[None], n, axis=0)
-        obs, ids = augment(obs, np.repeat(canonical[None], n, axis=0), AUG_SYMS)
-        feats = None
-        if self.model.heuristic_prior:  # a slot's greedy score does not depend on the view
-            one = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
-            feats = torch.from_numpy(np.repeat(one, n, axis=0))
-        logits, value = self.model(torch.from_numpy(np.ascontiguousarray(obs)), torch.from_numpy(ids), feats)
+        views, ids = augment(np.repeat(obs[None], n, axis=0), np.repeat(canonical[None].astype(np.int64), n, axis=0),
+                             AUG_SYMS)
+        # a slot's greedy score does not depend on the view
+        feats_t = None if feats is None else torch.from_numpy(np.repeat(feats, n, axis=0))
+        logits, value = self.model(torch.from_numpy(np.ascontiguousarray(views)), torch.from_numpy(ids), feats_t)
         probs = torch.softmax(torch.log_softmax(logits.double(), dim=-1).mean(dim=0), dim=-1)
-        return board_ids, probs.numpy(), float(value.mean())
+        return probs.numpy(), float(value.mean())
 
 
 def _widths(text: str) -> list[float]:
@@ -64,7 +54,8 @@ def main(argv: list[str] | None = None) -> list[tuple]:
     ap.add_argument("--games", type=int, default=400, help="games per variant, even (default 400)")
     ap.add_argument("--seed", type=int, default=0, help="colony-eval's run seed: the same setups for every variant")
     ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    ap.add_argument("--ties", type=_widths, default=[0.5], help="near-tie widths in nats, comma-separated (default 0.5)")
+    ap.add_argument("--ties", type=_widths, default=[NEAR_TIE_NATS],
+                    help=f"near-tie widths in nats, comma-separated (default {NEAR_TIE_NATS:g}, the agent's)")
     ap.add_argument("--sample", action="store_true", help="also sample from the policy")
     ap.add_argument("--symmetries", type=_widths, default=[],
                     help="near-tie widths for the symmetry-averaged policy (default: none)")

@@ -73,14 +73,20 @@ class PolicyAgent:
         colour = state.to_move
         board_ids = ce.legal_actions(state)
         canonical = symmetry.board_action_to_canonical(board_ids, colour)
-        obs = torch.from_numpy(observation.encode_observation(state, colour))[None]
         feats = None
         if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
             feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
-            feats = torch.from_numpy(feats)
-        logits, value = self.model(obs, torch.from_numpy(canonical)[None], feats)
+        probs, value = self._probabilities(observation.encode_observation(state, colour), canonical, feats)
+        return board_ids, probs, value
+
+    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray,
+                       feats: np.ndarray | None) -> tuple[np.ndarray, float]:
+        """float64 probabilities of the canonical legal ids and the value head, from the mover's view `obs`
+        [C, 10, 10] (`feats` [1, n]: the greedy scores, for a network with the heuristic input)."""
+        logits, value = self.model(torch.from_numpy(obs)[None], torch.from_numpy(canonical)[None],
+                                   None if feats is None else torch.from_numpy(feats))
         dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
-        return board_ids, dist.probs[0].double().numpy(), float(value[0])
+        return dist.probs[0].double().numpy(), float(value[0])
 
     def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
         board_ids, probs, _ = self.policy(state)
