@@ -22,7 +22,7 @@ import torch
 
 from colony_training.agents import NEAR_TIE_NATS, PolicyAgent
 from colony_training.augment import AUG_SYMS, augment
-from colony_training.checkpoint import load_model
+from colony_training.checkpoint import CheckpointError, load_model
 from colony_training.eval.evaluate import evaluate
 
 
@@ -42,7 +42,10 @@ class SymmetricPolicyAgent(PolicyAgent):
 
 
 def _widths(text: str) -> list[float]:
-    widths = [float(t) for t in text.split(",") if t.strip()] if text else []
+    try:
+        widths = [float(t) for t in text.split(",") if t.strip()] if text else []
+    except ValueError:
+        widths = [-1.0]
     if any(not 0 <= w < float("inf") for w in widths):
         raise argparse.ArgumentTypeError(f"widths are numbers >= 0 in nats, got {text!r}")
     return widths
@@ -60,7 +63,12 @@ def main(argv: list[str] | None = None) -> list[tuple]:
     ap.add_argument("--symmetries", type=_widths, default=[],
                     help="near-tie widths for the symmetry-averaged policy (default: none)")
     args = ap.parse_args(argv)
-    model, _ = load_model(args.checkpoint)
+    if args.games < 2 or args.games % 2:
+        ap.error(f"--games must be an even number >= 2 (each setup is played once with each colour), got {args.games}")
+    try:
+        model, _ = load_model(args.checkpoint)
+    except CheckpointError as e:
+        ap.error(str(e))
     variants: list[tuple[str, PolicyAgent]] = [(f"ties {w:g}", PolicyAgent(model, f"ties{w:g}", tie_nats=w))
                                                for w in args.ties]
     if args.sample:

@@ -138,6 +138,12 @@ def test_policy_play_probe_averages_over_symmetries_and_runs(tmp_path: Path, cap
     assert [r[0] for r in rows] == ["ties 0", "ties 0.5", "sampled", "4 symmetries, ties 0.5"]
     assert all(r[1] == 2 == r[2] + r[3] + r[4] and 0 <= r[5] <= 1 for r in rows)
     assert len(capsys.readouterr().out.splitlines()) == 5
+    for argv, said in (([str(path), "--ties", "abc"], "widths are numbers >= 0 in nats, got 'abc'"),
+                       ([str(path), "--games", "3"], "--games must be an even number >= 2"),
+                       ([str(tmp_path / "nope.pt")], "does not exist")):
+        with pytest.raises(SystemExit):
+            probe.main(argv)
+        assert said in capsys.readouterr().err
 
 
 def test_missing_file(tmp_path: Path) -> None:
