@@ -205,11 +205,13 @@ class NetworkEvaluator:
 
 def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_puct: float | None = None,
                   max_considered: int | None = None, gumbel_scale: float | None = None,
-                  rollout_mix: float = 0.0, name: str | None = None, bf16: bool = False, int8: bool = False) -> AZAgent:
+                  rollout_mix: float = 0.0, name: str | None = None, bf16: bool = False, int8: bool = False,
+                  decisive: bool | None = None, rollout_playouts: int = 1, rollout_from: int = 0) -> AZAgent:
     """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node);
     `bf16`: its convolutions in bfloat16 under autocast (PPO's `precision: bf16`; fast where the CPU has
     bf16 instructions, emulated and slow where it has not); `int8`: its stem and trunk quantized to int8
-    (`quantize.int8_copy`; the heads stay float32)."""
+    (`quantize.int8_copy`; the heads stay float32); `decisive`: `SearchConfig.decisive` (None: its default); `rollout_mix`, `rollout_playouts`,
+    `rollout_from`: `RolloutMixEvaluator`'s share, playouts per leaf and the connected satellites it starts at."""
     model, data = load_model(path)
     if int8:
         from .quantize import int8_copy
@@ -222,14 +224,20 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
         options["max_considered"] = max_considered
     if gumbel_scale is not None:
         options["gumbel_scale"] = gumbel_scale
-    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix, reading=ValueReading.of_checkpoint(data)),
+    if decisive is not None:
+        options["decisive"] = decisive
+    return AZAgent(leaf_evaluator(model, "cpu", rollout_mix, reading=ValueReading.of_checkpoint(data),
+                                  playouts=rollout_playouts, from_connected=rollout_from),
                    SearchConfig(**options),
                    name=name or f"az:{Path(path).name}:{simulations}")
 
 
 def leaf_evaluator(model: PolicyValueNet, device: str | torch.device = "cpu", rollout_mix: float = 0.0,
-                   seed: int = 0, reading: ValueReading = ValueReading()) -> NetworkEvaluator | RolloutMixEvaluator:
-    """The network as leaf evaluator (its value head read by `reading`), its values mixed with random playouts
-    when `rollout_mix` > 0."""
+                   seed: int = 0, reading: ValueReading = ValueReading(), playouts: int = 1,
+                   from_connected: int = 0) -> NetworkEvaluator | RolloutMixEvaluator:
+    """The network as leaf evaluator (its value head read by `reading`), its values mixed with the mean of
+    `playouts` random playouts when `rollout_mix` > 0 (only at leaves with `from_connected` or more connected
+    satellites, if > 0)."""
     evaluator = NetworkEvaluator(model, device, reading=reading)
-    return RolloutMixEvaluator(evaluator, rollout_mix, seed) if rollout_mix > 0 else evaluator
+    return (RolloutMixEvaluator(evaluator, rollout_mix, seed, playouts, from_connected) if rollout_mix > 0
+            else evaluator)

@@ -29,7 +29,7 @@ from numba import njit
 from .. import _core
 from ..constants import I_REASON, I_TO_MOVE
 from ..frame import observe_mover, to_frame
-from ._search import red_value
+from ._search import red_value, winning_action
 
 ROOT_PUCT = 0
 ROOT_GUMBEL = 1
@@ -251,7 +251,7 @@ def select_leaves(
     active: np.ndarray, root_mode: int, c_puct: float, forced_k: float, c_visit: float, c_scale: float, rescale: bool,
     table: np.ndarray, n_considered: np.ndarray, root_gumbel: np.ndarray,
     node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray, node_raw: np.ndarray,
-    node_first: np.ndarray, node_nkids: np.ndarray, n_nodes: np.ndarray,
+    node_first: np.ndarray, node_nkids: np.ndarray, node_win: np.ndarray, n_nodes: np.ndarray,
     pool_action: np.ndarray, pool_logit: np.ndarray, pool_child: np.ndarray,
     leaf: np.ndarray, path: np.ndarray, depth: np.ndarray,
 ) -> None:
@@ -261,6 +261,8 @@ def select_leaves(
     the leaf. The root chooses by sequential halving over Gumbel-perturbed logits
     (`root_mode == ROOT_GUMBEL`, with Gumbel MuZero's interior rule below) or by PUCT, where with
     `forced_k` > 0 the root first gives each visited child its forced playouts (`forced_child`).
+    Below the root, a node with a decisive move (`node_win`, set by `expand_backup`) always
+    chooses it: its mover wins there, so the walk ends on that exact result.
     """
     for b in range(active.shape[0]):
         if not active[b]:
@@ -269,7 +271,9 @@ def select_leaves(
         d = 0
         path[b, 0] = 0
         while node_state[b, node, I_REASON] == 0 and node_first[b, node] >= 0:
-            if root_mode == ROOT_GUMBEL:
+            if node > 0 and node_win[b, node] >= 0:
+                pick = node_win[b, node]
+            elif root_mode == ROOT_GUMBEL:
                 if node == 0:
                     sim = node_visits[b, 0] - 1
                     sim = min(sim, table.shape[1] - 1)
@@ -343,15 +347,19 @@ def expand_backup(
     active: np.ndarray, leaf: np.ndarray, path: np.ndarray, depth: np.ndarray, eval_index: np.ndarray,
     ids: np.ndarray, counts: np.ndarray, log_priors: np.ndarray, values: np.ndarray,
     node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray, node_raw: np.ndarray,
-    node_first: np.ndarray, node_nkids: np.ndarray,
+    node_first: np.ndarray, node_nkids: np.ndarray, node_win: np.ndarray,
     pool_action: np.ndarray, pool_logit: np.ndarray, pool_child: np.ndarray, pool_n: np.ndarray,
+    decisive: bool,
 ) -> None:
     """Expand each evaluated leaf with its legal actions (canonical ids, as `leaf_inputs` listed
     them) and log-priors; back up.
 
     `values[k]` is the network's value for the colour to move at leaf k; a terminal leaf is
-    backed up with its exact result (R7). Every node on the path gains one visit and the red
-    value. The caller has made room in the pool (`pool_n[b] + counts[k] <= pool width`).
+    backed up with its exact result (R7). With `decisive`, a leaf whose mover has an action that
+    ends the game with a win (`_search.winning_action`) is a won position: its value is that
+    exact +1 instead of the network's, and `node_win` keeps the action's child slot (-1: none).
+    Every node on the path gains one visit and the red value. The caller has made room in the
+    pool (`pool_n[b] + counts[k] <= pool width`).
     """
     for b in range(active.shape[0]):
         if not active[b]:
@@ -373,6 +381,15 @@ def expand_backup(
             node_nkids[b, node] = n
             pool_n[b] = start + n
             v = values[k] * _sign(colour)
+            node_win[b, node] = -1
+            if decisive:
+                board_ids = np.empty(n, np.int64)
+                for j in range(n):
+                    board_ids[j] = to_frame(ids[k, j], colour == 1)
+                win = winning_action(a, board_ids, n)
+                if win >= 0:
+                    node_win[b, node] = win
+                    v = _sign(colour)
             node_raw[b, node] = v
         for i in range(depth[b] + 1):
             x = path[b, i]

@@ -18,6 +18,7 @@ from .. import _core
 from ..frame import legal_into
 from ..constants import (
     DISPLACEMENT_BASE,
+    I_FINISHED,
     I_MAX_PLIES,
     I_PLY,
     I_REASON,
@@ -201,6 +202,16 @@ def rollout_mover_means(states: np.ndarray, n_rollouts: int, seed: int) -> np.nd
 
 NO_ACTIONS = np.empty(0, np.int64)  # "no root prior" for `_tree_search`
 NO_PRIOR = np.empty(0, np.float64)
+
+
+@njit(cache=True)
+def connected_totals(states: np.ndarray) -> np.ndarray:
+    """int64[K]: connected satellites of both colours (R3.1) in each packed state; 23 end the game (R6.2.1)."""
+    out = np.empty(states.shape[0], np.int64)
+    for k in range(states.shape[0]):
+        t = _core.tally(states[k, :N_CELLS])
+        out[k] = t[1] + t[3]
+    return out
 
 
 @njit(cache=True)
@@ -438,6 +449,30 @@ def _is_quiet(a: np.ndarray, action: int) -> bool:
         if n >= 0 and n != s and a[n] * me < 0:
             return False
     return True
+
+
+@njit(cache=True, inline="always")
+def may_end_game(a: np.ndarray, action: int) -> bool:
+    """False only for an action that cannot end the game (R6.2) from packed state `a`.
+
+    During grace (R6.3) every action may be the last grace move; otherwise a quiet move
+    (`_is_quiet`: no connection, away from the ply limit) changes no connection, finishes
+    nobody and is no pass, so none of R6.2's four ends can follow it.
+    """
+    return a[I_FINISHED] >= 0 or not _is_quiet(a, action)
+
+
+@njit(cache=True)
+def winning_action(a: np.ndarray, actions: np.ndarray, n: int) -> int:
+    """Index of the first of `actions[:n]` (legal, board frame) that ends the game with the mover
+    winning (R6.2, R7), or -1 if none: a *decisive move* (Teytaud and Teytaud, 2010)."""
+    p = a[I_TO_MOVE]
+    for i in range(n):
+        if may_end_game(a, actions[i]):
+            after = _core.apply_unchecked(a, actions[i])
+            if after[I_REASON] != 0 and red_value(after) == (1.0 if p == 0 else -1.0):
+                return i
+    return -1
 
 
 @njit(cache=True, inline="always")

@@ -37,7 +37,7 @@ from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
 from ..symmetry import TRANSPOSE_ACTIONS, canonical_action_to_board
 from . import _az
-from ._search import rollout_mover_means
+from ._search import connected_totals, rollout_mover_means
 from .base import Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
@@ -65,21 +65,30 @@ SEED_HIGH = 2**31  # playout seeds are drawn below this
 
 
 class RolloutMixEvaluator:
-    """A `LeafEvaluator` whose values mix the inner evaluator's with one random playout per leaf.
+    """A `LeafEvaluator` whose values mix the inner evaluator's with random playouts from the leaf.
 
-    value = (1 - mix) * inner value + mix * the result of one uniformly random playout from
-    the leaf (AlphaGo's lambda, Silver et al. 2016). A freshly initialised value head knows
-    nothing, while random playouts already carry signal (plain `mcts:N` is built on them), so
-    `mix` near 1 lets a from-scratch run get useful search targets from its first generation;
-    a playout costs about as much as one leaf of the small network. Priors are the inner
-    evaluator's, unchanged. Reproducible from `seed`.
+    value = (1 - mix) * inner value + mix * the mean result of `playouts` uniformly random
+    playouts from the leaf (AlphaGo's lambda, Silver et al. 2016). A freshly initialised value
+    head knows nothing, while random playouts already carry signal (plain `mcts:N` is built on
+    them), so `mix` near 1 lets a from-scratch run get useful search targets from its first
+    generation; a playout costs about as much as one leaf of the small network. With
+    `from_connected` > 0 only leaves with at least that many connected satellites (both colours;
+    23 end the game, R6.2.1) are mixed: late in the game a few playouts judge a position better
+    than a trained value head does (docs/zero.md, "Where the agent loses"), early they are noise.
+    Priors are the inner evaluator's, unchanged. Reproducible from `seed`.
     """
 
-    def __init__(self, inner: LeafEvaluator, mix: float, seed: int = 0) -> None:
+    def __init__(self, inner: LeafEvaluator, mix: float, seed: int = 0, playouts: int = 1,
+                 from_connected: int = 0) -> None:
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0.0 <= mix <= 1.0:
             raise ValueError(f"rollout mix must be a number in [0, 1], got {mix!r}")
+        for name, v, low in (("playouts", playouts, 1), ("from_connected", from_connected, 0)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
         self.inner = inner
         self.mix = float(mix)
+        self.playouts = int(playouts)
+        self.from_connected = int(from_connected)
         self._rng = np.random.default_rng(seed)
 
     def __call__(self, states: np.ndarray, obs: np.ndarray, ids: np.ndarray, counts: np.ndarray
@@ -87,8 +96,14 @@ class RolloutMixEvaluator:
         logits, values = self.inner(states, obs, ids, counts)
         if self.mix == 0.0:
             return logits, values
-        played = rollout_mover_means(np.ascontiguousarray(states, dtype=np.int32), 1, int(self._rng.integers(SEED_HIGH)))
-        return logits, (1.0 - self.mix) * np.asarray(values, np.float64).reshape(-1) + self.mix * played
+        states = np.ascontiguousarray(states, dtype=np.int32)
+        values = np.asarray(values, np.float64).reshape(-1).copy()
+        rows = (np.flatnonzero(connected_totals(states) >= self.from_connected) if self.from_connected
+                else np.arange(len(states)))
+        if rows.size:
+            played = rollout_mover_means(states[rows], self.playouts, int(self._rng.integers(SEED_HIGH)))
+            values[rows] = (1.0 - self.mix) * values[rows] + self.mix * played
+        return logits, values
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,11 @@ class SearchConfig:
     root_dirichlet: float = 0.0
     """PUCT root: share of Dirichlet noise mixed into the root's priors (AlphaZero's 0.25), alpha =
     DIRICHLET_TOTAL / legal actions; 0 = off. For self-play: the reported prior stays the network's."""
+    decisive: bool = False
+    """Decisive moves (Teytaud and Teytaud, 2010): every expanded node whose mover has an action that
+    ends the game with a win is scored as that exact win, and the walk takes that action there; at the
+    root the search plays it without simulating. Costs no network evaluation, only one application of
+    each action that may end the game (`_search.winning_action`)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) or self.simulations < 1:
@@ -129,6 +149,8 @@ class SearchConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not isinstance(self.decisive, (bool, np.bool_)):
+            raise ValueError(f"decisive must be True or False, got {self.decisive!r}")
         if self.root_dirichlet > 1:
             raise ValueError(f"root_dirichlet is a share in [0, 1], got {self.root_dirichlet!r}")
         if (self.forced_playouts or self.root_dirichlet) and self.root != "puct":
@@ -225,6 +247,7 @@ class BatchedSearch:
         node_raw = np.zeros((n_trees, cap), np.float64)
         node_first = np.full((n_trees, cap), _az.NO_NODE, np.int64)
         node_nkids = np.zeros((n_trees, cap), np.int64)
+        node_win = np.full((n_trees, cap), -1, np.int64)
         n_nodes = np.ones(n_trees, np.int64)
         width = POOL_PER_NODE * cap
         pool_action = np.zeros((n_trees, width), np.int64)
@@ -248,7 +271,7 @@ class BatchedSearch:
             nonlocal pool_action, pool_logit, pool_child
             _az.select_leaves(active, root_mode, cfg.c_puct, cfg.forced_playouts, cfg.c_visit, cfg.c_scale,
                               cfg.rescale_q, self._table, n_considered, root_gumbel, node_state, node_visits,
-                              node_wred, node_raw, node_first, node_nkids,
+                              node_wred, node_raw, node_first, node_nkids, node_win,
                               n_nodes, pool_action, pool_logit, pool_child, leaf, path, depth)
             k = _az.leaf_inputs(active, leaf, node_state, eval_index, in_states, in_obs, in_ids, in_counts)
             log_priors = np.zeros((0, 1), np.float64)
@@ -270,8 +293,8 @@ class BatchedSearch:
                     pool_logit = np.concatenate([pool_logit, np.zeros((n_trees, grow), np.float64)], axis=1)
                     pool_child = np.concatenate([pool_child, np.full((n_trees, grow), _az.NO_NODE, np.int64)], axis=1)
             _az.expand_backup(active, leaf, path, depth, eval_index, in_ids, in_counts, log_priors, values,
-                              node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                              pool_action, pool_logit, pool_child, pool_n)
+                              node_state, node_visits, node_wred, node_raw, node_first, node_nkids, node_win,
+                              pool_action, pool_logit, pool_child, pool_n, cfg.decisive)
 
         step()  # evaluate every root: its priors and raw value
         clean_root_logits = [None] * n_trees
@@ -286,20 +309,21 @@ class BatchedSearch:
                 noise = rngs[b].dirichlet(np.full(n, DIRICHLET_TOTAL / n))
                 mixed = (1.0 - cfg.root_dirichlet) * np.exp(pool_logit[b, roots]) + cfg.root_dirichlet * noise
                 pool_logit[b, roots] = np.log(np.maximum(mixed, 1e-300))
-            if n == 1:
-                active[b] = False  # a forced move (often a pass): nothing to search
+            if n == 1 or node_win[b, 0] >= 0:
+                active[b] = False  # a forced move (often a pass) or a decisive one: nothing to search
         for _ in range(cfg.simulations):
             if not active.any():
                 break
             step()
         return [self._result(b, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
-                             pool_action, pool_logit, pool_child, root_gumbel, clean_root_logits[b])
+                             pool_action, pool_logit, pool_child, root_gumbel, clean_root_logits[b],
+                             int(node_win[b, 0]))
                 for b in range(n_trees)]
 
     def _result(self, b: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
                 node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray, pool_action: np.ndarray,
                 pool_logit: np.ndarray, pool_child: np.ndarray, root_gumbel: np.ndarray,
-                clean_logits: np.ndarray | None = None) -> SearchResult:
+                clean_logits: np.ndarray | None = None, decisive: int = -1) -> SearchResult:
         cfg = self.config
         actions, logits, visits, q = _az.root_children(b, node_state, node_visits, node_wred, node_first,
                                                        node_nkids, pool_action, pool_logit, pool_child)
@@ -311,6 +335,10 @@ class BatchedSearch:
         if len(actions) == 1:
             policy = np.ones(1)
             pick = 0
+        elif decisive >= 0:  # the root's mover wins with this action (SearchConfig.decisive)
+            pick = decisive
+            policy = np.zeros(len(actions))
+            policy[pick] = 1.0
         elif cfg.root == "gumbel":
             sigma = _az.completed_q(b, 0, node_state, node_visits, node_wred, node_raw, node_first, node_nkids,
                                     pool_logit, pool_child, cfg.c_visit, cfg.c_scale, cfg.rescale_q)

@@ -7,7 +7,7 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
-from colony_env.agents._search import random_playout
+from colony_env.agents._search import random_playout, winning_action
 from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
 from colony_env.engine import _wrap
@@ -208,6 +208,91 @@ def test_terminal_leaves_use_the_exact_result():
     pytest.fail("no position with an immediately winning move found")
 
 
+def random_game_positions(seeds: range, max_plies: int = 400) -> list[ce.GameState]:
+    """Every position of one uniformly random game per seed (setups `new_game(seed)`)."""
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        s = ce.new_game(seed, max_plies=max_plies)
+        while not s.is_over:
+            out.append(s)
+            legal = ce.legal_actions(s)
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+    return out
+
+
+def immediate_wins(s: ce.GameState) -> list[int]:
+    """The reference: every legal action after which the game is over and the mover has won."""
+    return [int(a) for a in ce.legal_actions(s)
+            if (n := ce.apply_action(s, int(a))).is_over and n.winner == s.to_move]
+
+
+@pytest.mark.parametrize("max_plies", [400, 60])
+def test_winning_action_finds_exactly_the_first_immediate_win(max_plies):
+    """`_search.winning_action` skips quiet moves (R6.2 cannot follow them) and must still miss no win:
+    compared with applying every legal action, over whole random games (connected23, grace and, with
+    60 plies, the ply limit as the end)."""
+    checked = with_win = 0
+    for s in random_game_positions(range(60), max_plies):
+        legal = ce.legal_actions(s).astype(np.int64)
+        wins = immediate_wins(s)
+        i = winning_action(s._a, legal, len(legal))
+        assert (int(legal[i]) if i >= 0 else None) == (wins[0] if wins else None)
+        checked += 1
+        with_win += bool(wins)
+    assert with_win >= 10 and checked > 1000  # the comparison met many wins, not just their absence
+
+
+def test_decisive_root_plays_the_win_without_simulating():
+    """With `decisive`, a root with an immediately winning action plays it, its target all on it, after
+    the root's one evaluation, whatever the network thinks; without it the search simulates."""
+    s = next(p for p in random_game_positions(range(30)) if 0 < len(immediate_wins(p)) < len(ce.legal_actions(p)))
+
+    def pessimist(states, obs, ids, counts):  # the mover is lost, and the win is its least likely action
+        return -np.asarray(ids, np.float64), np.full(len(states), -0.9)
+
+    search = BatchedSearch(pessimist, SearchConfig(simulations=32, decisive=True))
+    r = search.search([s], np.random.default_rng(0))[0]
+    assert r.action == immediate_wins(s)[0]
+    assert r.policy[r.canonical_actions.tolist().index(int(r.canonical_actions[np.argmax(r.policy)]))] == 1.0
+    assert r.policy.max() == 1.0 and search.leaf_evaluations == 1
+    off = BatchedSearch(pessimist, SearchConfig(simulations=32))
+    off.search([s], np.random.default_rng(0))
+    assert off.leaf_evaluations > 1
+
+
+def test_decisive_scores_a_move_that_hands_the_opponent_a_win_as_lost():
+    """Below the root, a node whose mover can win at once is a won position: a root move after which the
+    opponent has an immediately winning reply gets the exact value -1, not the network's (here 0)."""
+    def level(states, obs, ids, counts):
+        return np.zeros(ids.shape), np.zeros(len(states))
+
+    found = 0
+    for s in random_game_positions(range(40)):
+        legal = ce.legal_actions(s)
+        if not 2 <= len(legal) <= 16:  # every action considered (m = 16)
+            continue
+        after = {int(a): ce.apply_action(s, int(a)) for a in legal}
+        loses = {a: not n.is_over and n.to_move != s.to_move and bool(immediate_wins(n)) for a, n in after.items()}
+        if not any(loses.values()) or all(loses.values()) or immediate_wins(s):
+            continue
+        for decisive in (True, False):
+            r = BatchedSearch(level, SearchConfig(simulations=64, decisive=decisive)).search(
+                [s], np.random.default_rng(1))[0]
+            lost = np.array([loses[int(a)] for a in r.actions])
+            visited = r.visits > 0
+            if decisive:
+                np.testing.assert_array_equal(r.q[lost & visited], -1.0)
+                # uniform priors: the target ranks by value alone, and nothing is below a lost move
+                assert r.policy[lost].max() <= r.policy[~lost].min() + 1e-12
+            else:
+                assert np.all(r.q[lost & visited] > -1.0)  # the level network alone cannot tell
+        found += 1
+        if found == 5:
+            return
+    pytest.fail(f"only {found} positions with a move that hands the opponent a win found")
+
+
 def test_search_rejects_bad_input():
     with pytest.raises(ValueError, match="simulations"):
         SearchConfig(simulations=0)
@@ -251,6 +336,26 @@ def test_rollout_mix_values_are_the_playout_result_for_the_mover():
     assert len(set(np.round(v, 6))) > 1  # the playouts differ
     with pytest.raises(ValueError, match="rollout mix"):
         RolloutMixEvaluator(hashed_evaluator, 1.5)
+
+
+def test_rollout_mix_from_connected_mixes_only_late_leaves_with_the_playouts_mean():
+    """`from_connected`: leaves with fewer connected satellites keep the network's value exactly; the others
+    get the mean of `playouts` playouts (multiples of 1/playouts, for the colour to move)."""
+    positions = random_game_positions(range(6))
+    totals = np.array([sum(ce.connected_counts(s)) for s in positions])
+    assert (totals < 17).any() and (totals >= 17).any()
+    packed = np.stack([s._a for s in positions]).astype(np.int32)
+    n = len(positions)
+    obs, ids, counts = np.zeros((n, 1), np.float32), np.zeros((n, 1), np.int16), np.ones(n, np.int32)
+    const = lambda st, o, i, c: (np.zeros(i.shape), np.full(len(st), 0.3))
+    _, v = RolloutMixEvaluator(const, 1.0, seed=5, playouts=8, from_connected=17)(packed, obs, ids, counts)
+    np.testing.assert_array_equal(v[totals < 17], 0.3)
+    late = v[totals >= 17]
+    np.testing.assert_allclose(late * 8, np.round(late * 8))  # a mean of 8 results in {-1, 0, +1}
+    assert np.all(np.abs(late) <= 1.0) and not np.all(late == 0.3)
+    for bad in ({"playouts": 0}, {"from_connected": -1}, {"playouts": 2.5}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            RolloutMixEvaluator(const, 0.5, **bad)
 
 
 # --- KataGo's forced playouts and policy target pruning (Wu 2019, section 3.2), root noise ----------------

@@ -11,7 +11,7 @@
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
-| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with one random playout, share X), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with random playouts, share X), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
 | `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
 | `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |
 | `ppo`                    | the shipped self-play PPO network (`checkpoints/colony_ppo.pt`) |
@@ -51,13 +51,14 @@ SPEC_HELP = (
     "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
-    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:bf16|:int8]' (the network's priors and values at every node)"
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
-AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix"}  # az:N:key=value
+AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix",
+              "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
 
 
@@ -115,13 +116,21 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
                 raise AgentSpecError(f"checkpoint spec {text!r}: bf16 and int8 exclude each other; pick one")
             continue
         key, eq, value = low.partition("=")
+        if key == "decisive" and eq:
+            if value not in ("0", "1"):
+                raise AgentSpecError(f"checkpoint spec {text!r}: decisive must be 0 or 1, got {value!r}")
+            out["decisive"] = value == "1"
+            continue
         if not eq or key not in AZ_OPTIONS:
             raise AgentSpecError(f"checkpoint spec {text!r}: unknown az option {opt!r}; allowed: gumbel, puct, "
                                  f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale), "
-                                 f"r=X (share of a random playout in leaf values, 0..1), bf16 (bfloat16 convolutions), "
-                                 f"int8 (int8 trunk)")
-        if key == "m":
-            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: m")
+                                 f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), rfrom=K (only "
+                                 f"leaves with K+ connected satellites), decisive=0|1 (decisive moves off or on), "
+                                 f"bf16 (bfloat16 convolutions), int8 (int8 trunk)")
+        if key in ("m", "rn"):
+            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: {key}")
+        elif key == "rfrom":
+            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: rfrom")
         elif key == "r":
             mix = _non_negative_float(value, f"checkpoint spec {text!r}: r")
             if mix > 1:
