@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from colony_env import observation as _obs
 from colony_env.constants import (
     BOARD_SIZE,
     DIRECTIONS,
@@ -47,6 +48,9 @@ MASKED_LOGIT = -1.0e9
 """Finite stand-in for -inf (float32 holds it exactly enough; exp underflows to exactly 0)."""
 POLICY_PLANES = MOVES_PER_CELL + DISPLACEMENTS_PER_CELL  # 160 planes per cell
 CELLS = BOARD_SIZE * BOARD_SIZE
+COUNT_FEATURES = 6
+"""Board-wide numbers a `count_inputs` network reads beside the planes (`count_features`)."""
+CONNECTED_END = 23  # connected satellites that end the game (R6.2.1)
 
 
 class ResidualBlock(nn.Module):
@@ -86,7 +90,8 @@ class PolicyValueNet(nn.Module):
     """
 
     def __init__(self, in_channels: int, channels: int = 32, blocks: int = 2, heuristic_prior: bool = False,
-                 target_features: bool = False, ownership_head: bool = False, global_pool: bool = False) -> None:
+                 target_features: bool = False, ownership_head: bool = False, global_pool: bool = False,
+                 count_inputs: bool = False) -> None:
         super().__init__()
         self.in_channels = in_channels
         self.channels = channels
@@ -95,6 +100,10 @@ class PolicyValueNet(nn.Module):
         self.target_features = target_features
         self.ownership_head = ownership_head
         self.global_pool = global_pool
+        # `count_features`: board-wide counts (connected satellites, colonies each side controls) as constant
+        # input planes of the stem and as inputs of the value head. A 3x3 trunk cannot count the whole board,
+        # and how many satellites are connected says how near the game's end is (R6.2.1).
+        self.count_inputs = count_inputs
         # Whether the convolutions run in bfloat16 under autocast (the weights, the heads and every loss
         # stay float32): PPO's `precision` (training/config.py `resolve_precision`). Not part of the
         # architecture: a checkpoint holds float32 weights either way.
@@ -111,13 +120,14 @@ class PolicyValueNet(nn.Module):
         self.target_planes = nn.Conv2d(channels, POLICY_PLANES, 1, bias=False) if target_features else None
         # Weight of the per-action heuristic feature added to the logits (training/teacher.py).
         self.prior_weight = nn.Parameter(torch.ones(())) if heuristic_prior else None
-        self.stem = nn.Conv2d(in_channels, channels, 3, padding=1)
+        extra = COUNT_FEATURES if count_inputs else 0
+        self.stem = nn.Conv2d(in_channels + extra, channels, 3, padding=1)
         self.trunk = nn.Sequential(*(ResidualBlock(channels, global_pool) for _ in range(blocks)))
         self.policy_conv = nn.Conv2d(channels, channels, 3, padding=1)
         self.policy_planes = nn.Conv2d(channels, POLICY_PLANES, 1)
         self.pass_head = nn.Linear(channels, 1)
         self.value_conv = nn.Conv2d(channels, channels, 1)
-        self.value_fc = nn.Linear(2 * channels, channels)
+        self.value_fc = nn.Linear(2 * channels + extra, channels)
         self.value_out = nn.Linear(channels, 1)
         # Small initial policy logits: a near-uniform start over the legal actions (CleanRL uses gain 0.01).
         nn.init.normal_(self.policy_planes.weight, std=0.01)
@@ -139,7 +149,10 @@ class PolicyValueNet(nn.Module):
             x, v, p = x.float(), v.float(), p.float()
         else:
             x, v, p = self._convolutions(obs)
-        v = torch.cat([v.mean(dim=(2, 3)), v.amax(dim=(2, 3))], dim=1)
+        pooled = [v.mean(dim=(2, 3)), v.amax(dim=(2, 3))]
+        if self.count_inputs:
+            pooled.append(count_features(obs))
+        v = torch.cat(pooled, dim=1)
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return p, value, x
 
@@ -149,8 +162,16 @@ class PolicyValueNet(nn.Module):
 
     def _convolutions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(trunk output, value-conv features, policy-conv features): every convolution of the network."""
-        x = self.body(obs[:, : self.in_channels])
+        x = self.body(self.stem_input(obs))
         return x, F.relu(self.value_conv(x)), F.relu(self.policy_conv(x))
+
+    def stem_input(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the stem reads: the first `in_channels` planes, then the count planes (`count_inputs`)."""
+        planes = obs[:, : self.in_channels]
+        if not self.count_inputs:
+            return planes
+        counts = count_features(obs)[:, :, None, None].expand(-1, -1, BOARD_SIZE, BOARD_SIZE)
+        return torch.cat([planes, counts.to(planes.dtype)], dim=1)
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,
                 with_ownership: bool = False, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
@@ -234,7 +255,8 @@ class PolicyValueNet(nn.Module):
         """What is needed to rebuild this network (stored in checkpoints)."""
         return {"in_channels": self.in_channels, "channels": self.channels, "blocks": self.blocks,
                 "heuristic_prior": int(self.heuristic_prior), "target_features": int(self.target_features),
-                "ownership_head": int(self.ownership_head), "global_pool": int(self.global_pool)}
+                "ownership_head": int(self.ownership_head), "global_pool": int(self.global_pool),
+                "count_inputs": int(self.count_inputs)}
 
     @classmethod
     def from_architecture(cls, arch: dict[str, int]) -> "PolicyValueNet":
@@ -249,8 +271,38 @@ class PolicyValueNet(nn.Module):
         return copy
 
 
-ARCHITECTURE_FLAGS = ("heuristic_prior", "target_features", "ownership_head", "global_pool")
+ARCHITECTURE_FLAGS = ("heuristic_prior", "target_features", "ownership_head", "global_pool", "count_inputs")
 """PolicyValueNet's on/off parts, as stored in a checkpoint's `architecture` (0 or 1 each)."""
+
+
+def count_features(obs: torch.Tensor) -> torch.Tensor:
+    """float[B, COUNT_FEATURES] from the observation planes (`colony_env.observation`): connected satellites of
+    both colours / 23 (R6.2.1), whether 20, 21 and 22 or more are connected (one connection more can end the
+    game), and the colonies the observer and the opponent control / 4 (R7.1; each colony cell adds 1 / its
+    component's size)."""
+    connected = obs[:, _obs.P_OWN_CONNECTED].sum(dim=(1, 2)) + obs[:, _obs.P_OPP_CONNECTED].sum(dim=(1, 2))
+    size = obs[:, _obs.P_COMPONENT_SIZE] * 6.0
+    per_cell = torch.where(size > 0, 1.0 / size.clamp(min=1.0), torch.zeros_like(size))
+    own = (obs[:, _obs.P_OWN_CONTROLS] * per_cell).sum(dim=(1, 2))
+    opp = (obs[:, _obs.P_OPP_CONTROLS] * per_cell).sum(dim=(1, 2))
+    near = [(connected >= CONNECTED_END - k).to(obs.dtype) for k in (3, 2, 1)]
+    return torch.stack([connected / CONNECTED_END, *near, own / 4.0, opp / 4.0], dim=1)
+
+
+def with_count_inputs(model: PolicyValueNet) -> PolicyValueNet:
+    """A copy of `model` with `count_inputs` on that computes exactly what `model` computes: the new stem and
+    value-head weights start at 0, so training decides how much the counts matter."""
+    if model.count_inputs:
+        raise ValueError("this network already reads the counts (count_inputs)")
+    arch = {**model.architecture(), "count_inputs": 1}
+    copy = PolicyValueNet.from_architecture(arch)
+    state = model.state_dict()
+    with torch.no_grad():
+        for name, tensor in copy.state_dict().items():
+            old = state[name]
+            tensor.zero_()
+            tensor[tuple(slice(0, d) for d in old.shape)] = old
+    return copy
 
 
 assert BOARD_SIZE * BOARD_SIZE * POLICY_PLANES + 1 == N_ACTIONS  # the head covers R8 exactly

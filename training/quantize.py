@@ -57,7 +57,7 @@ def int8_copy(model: PolicyValueNet, calibration: torch.Tensor | None = None) ->
     copy = model.blank_copy()
     copy.load_state_dict(model.state_dict())
     copy.eval()
-    calibration = (calibration_observations() if calibration is None else calibration)[:, : model.in_channels]
+    calibration = copy.stem_input(calibration_observations() if calibration is None else calibration)
     body = nn.Sequential(copy.stem, nn.ReLU(), copy.trunk).eval()
     with warnings.catch_warnings():  # FX quantization is marked deprecated in favour of torchao; it is what torch ships
         warnings.simplefilter("ignore")

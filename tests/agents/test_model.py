@@ -283,3 +283,48 @@ def test_bf16_trunk_stays_close_keeps_float32_weights_and_is_copied(target_net: 
     assert (value - ref_value).abs().max() < 0.02 * max(1.0, float(ref_value.abs().max()))
     assert copy.bf16_trunk and not target_net.bf16_trunk
     assert all(t.dtype == torch.float32 for t in target_net.state_dict().values())
+
+
+def test_count_features_are_the_engines_counts() -> None:
+    """`count_features` reads the planes back into the engine's numbers: connected satellites (R3.1) and the
+    colonies each side controls (R7.1), from the observer's view, over whole random games."""
+    from colony_training.model import count_features
+
+    rng = np.random.default_rng(3)
+    rows, want = [], []
+    for seed in range(3):
+        s = ce.new_game(seed)
+        while not s.is_over:
+            me = int(s.to_move)
+            red, blue = ce.controlled_counts(s)
+            rows.append(observation.encode_observation(s, me))
+            want.append((sum(ce.connected_counts(s)), *((red, blue) if me == 0 else (blue, red))))
+            legal = ce.legal_actions(s)
+            s = ce.apply_action(s, int(legal[rng.integers(len(legal))]))
+    got = count_features(torch.from_numpy(np.stack(rows))).numpy()
+    want = np.array(want, np.float64)
+    np.testing.assert_allclose(got[:, 0] * 23, want[:, 0], atol=1e-4)
+    np.testing.assert_allclose(got[:, 4:] * 4, want[:, 1:], atol=1e-4)
+    for k, threshold in zip((1, 2, 3), (20, 21, 22)):
+        np.testing.assert_array_equal(got[:, k], want[:, 0] >= threshold)
+    assert want[:, 0].max() >= 22 and want[:, 1:].max() >= 2  # the games reached the counts that matter
+
+
+def test_with_count_inputs_starts_as_the_same_function_and_then_reads_the_counts() -> None:
+    from colony_training.model import with_count_inputs
+
+    torch.manual_seed(1)
+    base = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, target_features=True,
+                          ownership_head=True).eval()
+    grown = with_count_inputs(base).eval()
+    assert grown.count_inputs and grown.architecture()["count_inputs"] == 1
+    obs = _obs(5, seed=2)
+    ids = torch.randint(0, N_ACTIONS, (5, 7))
+    with torch.no_grad():
+        for a, b in zip(base(obs, ids), grown(obs, ids)):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+        grown.stem.weight[:, -6:].fill_(0.5)
+        grown.value_fc.weight[:, -6:].fill_(0.5)
+        assert not torch.equal(base.value(obs), grown.value(obs))  # the new inputs are wired in
+    with pytest.raises(ValueError, match="already"):
+        with_count_inputs(grown)

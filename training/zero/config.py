@@ -58,6 +58,12 @@ class ZeroConfig(Config):
         "KataGo's global pooling bias in every residual block: the board-wide mean and max of its activations "
         "added to every cell (training/model.py; a new network only).",
     )
+    count_inputs: bool = key(
+        False,
+        "Board-wide counts as inputs (training/model.py `count_features`: connected satellites, colonies each side "
+        "controls), which a 3x3 trunk cannot count; with `init_from` a network without them gains them, "
+        "zero-weighted, so it starts as the file's network.",
+    )
     init_from: str = key(
         "",
         'Start from this checkpoint\'s weights (any colony checkpoint; its architecture wins); "" = random weights.',

@@ -67,7 +67,7 @@ from ..config import (
 )
 from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
-from ..model import PolicyValueNet
+from ..model import PolicyValueNet, with_count_inputs
 from ..quantize import int8_copy
 from ..runlog import RunDir, RunDirBusy, new_run_dir
 from . import resume_point
@@ -241,13 +241,16 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         restored_from = resume["meta"].get("restored_from")
     elif cfg.init_from:
         init = read_checkpoint(cfg.init_from)
-        model = build_model(init).to(device)
+        model = build_model(init)
+        if cfg.count_inputs and not model.count_inputs:
+            model = with_count_inputs(model)  # the same function as the file's network until training moves it
+        model = model.to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
         ancestor = ancestor_meta(cfg.init_from, init)
         restored_from = None
     else:
         model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, False, cfg.target_features,
-                               cfg.ownership_head, cfg.global_pool).to(device)
+                               cfg.ownership_head, cfg.global_pool, cfg.count_inputs).to(device)
         start, totals, rng = 0, {}, np.random.default_rng([cfg.seed, 1])
         ancestor = restored_from = None
     totals = {k: float(totals.get(k, 0)) for k in ("games", "positions", "cpu_seconds", "wall_seconds")}
