@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -287,3 +288,52 @@ def test_shipped_zero_agent_loads_in_every_form() -> None:
     for spec in ("checkpoint:checkpoints/colony_zero.pt", "checkpoint:checkpoints/colony_zero.pt:az:8"):
         agent = make_agent(spec.replace("checkpoints/", f"{shipped.parent}/"))
         assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+
+
+def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Path, capsys) -> None:
+    """examples/endgame_probe.py (docs/zero.md, "Where the agent loses"): `results` counts each game of the agent
+    once under its result and end reason (either colour), finds the lost games where it let the opponent win at
+    once, and `values` prints one row per phase the games reached."""
+    import json
+
+    from helpers import load_example
+
+    from colony_training.eval.records import GameRecord
+
+    probe = load_example("endgame_probe.py")
+    records, want = [], {}
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        s0 = s = ce.new_game(seed)
+        actions = []
+        while not s.is_over:
+            a = int(rng.choice(ce.legal_actions(s)))
+            actions.append(a)
+            s = ce.apply_action(s, a)
+        names = {"red": "rnd", "blue": "other"} if seed % 2 else {"red": "other", "blue": "rnd"}
+        rec = GameRecord.from_game(s0, actions, names).to_json()
+        records.append(rec)
+        mine = "red" if names["red"] == "rnd" else "blue"
+        res = "D" if rec["result"] not in ("red", "blue") else ("W" if rec["result"] == mine else "L")
+        want[(res, rec["end_reason"])] = want.get((res, rec["end_reason"]), 0) + 1
+    path = tmp_path / "games.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = probe.results(probe._games([str(path)]), "rnd")
+    assert dict(out["table"]) == want
+    lost = sum(n for (res, _), n in want.items() if res == "L")
+    assert sum(out["handed"].values()) == lost > 0
+    assert out["handed"]["avoidable"] + out["handed"]["forced"] >= 1  # random play hands over wins
+    assert probe.main(["results", str(path), "--agent", "rnd"]) == 0
+    assert probe.main(["results", str(path), "--agent", "nobody"]) == 2
+    net = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1)
+    ck = save_checkpoint(tmp_path / "n.pt", net, {}, {})
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(json.dumps(r) + "\n" for r in records[:3]))
+    capsys.readouterr()
+    assert probe.main(["values", str(ck), str(few)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s*\d+-\d+ ", line)]
+    assert len(rows) >= 3  # random games pass through the phases up to their end
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    with pytest.raises(SystemExit, match="line 1 is not a game record"):
+        probe.main(["results", str(bad), "--agent", "rnd"])

@@ -1,0 +1,156 @@
+"""Where does an agent lose? Results by end reason, and a network's value against playouts by game phase.
+
+    python examples/endgame_probe.py results RUN/games.jsonl --agent zero:az:200
+    python examples/endgame_probe.py values checkpoints/colony_zero.pt RUN/games.jsonl [MORE.jsonl ...]
+
+`results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
+by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
+lost games the agent made a move after which the opponent could win at once (and whether any of
+its moves there avoided that: a position where none does is lost already).
+
+`values` replays the records and, at every third position, compares two judges of the position
+with the game's result for the colour to move: the network's value (its value head, read as its
+trainer fitted it) and the mean of 16 uniformly random playouts. It prints their mean squared
+error and how often their sign is the result's, by the number of connected satellites (23 end
+the game, R6.2.1), with the best mix of the two per phase. docs/zero.md ("Where the agent loses")
+has one run of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import colony_env as ce
+from colony_env.agents._search import rollout_mover_means
+from colony_env.agents.az import SEED_HIGH
+from colony_env.engine import GameState
+
+PHASES = ((0, 10), (11, 16), (17, 19), (20, 21), (22, 23))  # connected satellites, both colours (inclusive)
+MIXES = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of the playouts' mean in a mixed judge
+
+
+def _games(paths: list[str]) -> list[dict]:
+    games = []
+    for path in paths:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError as e:
+            raise SystemExit(f"endgame_probe: cannot read {path}: {e.strerror}") from None
+        for n, line in enumerate(lines, 1):
+            try:
+                games.append(json.loads(line))
+            except json.JSONDecodeError:
+                raise SystemExit(f"endgame_probe: {path} line {n} is not a game record (JSON)") from None
+    return games
+
+
+def _result_for(game: dict, colour: int) -> str:
+    res = game["result"]
+    return "D" if res not in ("red", "blue") else ("W" if res == ("red", "blue")[colour] else "L")
+
+
+def immediate_win(state: GameState) -> bool:
+    """Whether the colour to move has an action that ends the game with its win."""
+    mover = state.to_move
+    return any((n := ce.apply_action(state, int(a))).is_over and n.winner == mover for a in ce.legal_actions(state))
+
+
+def _hands_over(state: GameState, action: int) -> bool:
+    after = ce.apply_action(state, action)
+    return not after.is_over and after.to_move != state.to_move and immediate_win(after)
+
+
+def results(games: list[dict], agent: str) -> dict:
+    """{(result, end reason): games} and the lost games' hand-overs, for `agent` (a spec as the records name it)."""
+    table: collections.Counter = collections.Counter()
+    handed = collections.Counter()
+    for g in games:
+        names = g["agents"]
+        if agent not in names.values():
+            continue
+        colour = 0 if names["red"] == agent else 1
+        result = _result_for(g, colour)
+        table[(result, g["end_reason"])] += 1
+        if result != "L":
+            continue
+        s = GameState.from_dict(g["initial_state"])
+        worst = None
+        for a in g["actions"]:
+            if s.to_move == colour and _hands_over(s, a):
+                avoidable = any(not _hands_over(s, int(b)) and not ce.apply_action(s, int(b)).is_over
+                                for b in ce.legal_actions(s))
+                worst = "avoidable" if avoidable or worst == "avoidable" else "forced"
+            s = ce.apply_action(s, a)
+        handed[worst or "none"] += 1
+    return {"table": table, "handed": handed}
+
+
+def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
+    """(connected, result, network value, playouts' mean) at every third position with a choice."""
+    from colony_training.agents import load_az_agent
+
+    judge = load_az_agent(checkpoint, 1)  # one simulation: the root's raw value is the network's
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g in games:
+        s = GameState.from_dict(g["initial_state"])
+        for i, a in enumerate(g["actions"]):
+            if i % 3 == 0 and len(ce.legal_actions(s)) > 1:
+                mover = int(s.to_move)
+                z = {"W": 1.0, "L": -1.0, "D": 0.0}[_result_for(g, mover)]
+                v = judge.analyse(s, rng).raw_value
+                mean = float(rollout_mover_means(s._a[None].astype(np.int32), 16, int(rng.integers(SEED_HIGH)))[0])
+                rows.append((sum(ce.connected_counts(s)), z, v, mean))
+            s = ce.apply_action(s, a)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("results", help="the agent's results by end reason")
+    r.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    r.add_argument("--agent", required=True, help="the agent's spec, as the records name it (e.g. zero:az:200)")
+    v = sub.add_parser("values", help="a network's value and random playouts against the results, by phase")
+    v.add_argument("checkpoint")
+    v.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    args = ap.parse_args(argv)
+    games = _games(args.records)
+    if args.command == "results":
+        out = results(games, args.agent)
+        if not out["table"]:
+            print(f"endgame_probe: no game of {args.agent!r} in the records", file=sys.stderr)
+            return 2
+        print("result  end reason    games")
+        for (res, reason), n in sorted(out["table"].items()):
+            print(f"{res:6s}  {reason:12s} {n:6d}")
+        h = out["handed"]
+        print(f"lost games with a move after which the opponent could win at once: {h['avoidable'] + h['forced']} "
+              f"(avoidable by another move that does not end the game: {h['avoidable']}); without: {h['none']}")
+        return 0
+    rows = np.array(values(args.checkpoint, games), np.float64)
+    if not len(rows):
+        print("endgame_probe: the records hold no position with a choice", file=sys.stderr)
+        return 2
+    print("connected  positions  MSE network  MSE playouts  sign network  sign playouts  best mix (share of playouts: MSE)")
+    for lo, hi in PHASES:
+        m = (rows[:, 0] >= lo) & (rows[:, 0] <= hi)
+        if not m.any():
+            continue
+        z, net, play = rows[m, 1], rows[m, 2], rows[m, 3]
+        mse = {w: float(np.mean(((1 - w) * net + w * play - z) ** 2)) for w in MIXES}
+        best = min(mse, key=mse.get)
+        print(f"{lo:>4}-{hi:<4}  {int(m.sum()):9d}  {mse[0.0]:11.3f}  {mse[1.0]:12.3f}  "
+              f"{np.mean(np.sign(net) == np.sign(z)):12.3f}  {np.mean(np.sign(play) == np.sign(z)):13.3f}  "
+              f"{best:.2f}: {mse[best]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
