@@ -2,6 +2,7 @@
 
     python examples/endgame_probe.py results RUN/games.jsonl --agent zero:az:200
     python examples/endgame_probe.py values checkpoints/colony_zero.pt RUN/games.jsonl [MORE.jsonl ...]
+    python examples/endgame_probe.py cost RUN/games.jsonl --agents zero:az:200 mcts:1000 --positions 200
 
 `results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
 by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
@@ -12,7 +13,11 @@ its moves there avoided that: a position where none does is lost already).
 with the game's result for the colour to move: the network's value (its value head, read as its
 trainer fitted it) and the mean of 16 uniformly random playouts. It prints their mean squared
 error and how often their sign is the result's, by the number of connected satellites (23 end
-the game, R6.2.1), with the best mix of the two per phase. docs/zero.md ("Where the agent loses")
+the game, R6.2.1), with the best mix of the two per phase.
+
+`cost` times agents on the same positions (every k-th position of the records, so that all phases
+are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
+docs/zero.md ("Where the agent loses")
 has one run of each.
 """
 
@@ -111,6 +116,33 @@ def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
     return rows
 
 
+def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> dict[str, list[tuple[int, float]]]:
+    """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records."""
+    import time
+
+    from colony_training.eval.agent_specs import make_agent
+
+    states = []
+    for g in games:
+        s = GameState.from_dict(g["initial_state"])
+        for a in g["actions"]:
+            if len(ce.legal_actions(s)) > 1:
+                states.append(s)
+            s = ce.apply_action(s, a)
+    picked = states[:: max(1, len(states) // positions)][:positions]
+    out = {}
+    for spec in specs:
+        agent = make_agent(spec)
+        agent.act(picked[0], np.random.default_rng(seed))  # load and compile before timing
+        rows = []
+        for k, s in enumerate(picked):
+            t0 = time.process_time()
+            agent.act(s, np.random.default_rng([seed, k]))
+            rows.append((sum(ce.connected_counts(s)), time.process_time() - t0))
+        out[spec] = rows
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -120,8 +152,26 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("values", help="a network's value and random playouts against the results, by phase")
     v.add_argument("checkpoint")
     v.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    c = sub.add_parser("cost", help="CPU seconds per move of agents on the same positions, by phase")
+    c.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    c.add_argument("--agents", nargs="+", required=True, help="agent specs (colony-eval's)")
+    c.add_argument("--positions", type=int, default=200, help="positions to time each agent on (default 200)")
     args = ap.parse_args(argv)
     games = _games(args.records)
+    if args.command == "cost":
+        from colony_training.eval.agent_specs import AgentSpecError
+
+        try:
+            timed = cost(args.agents, games, max(1, args.positions))
+        except AgentSpecError as e:
+            ap.error(str(e))
+        print("agent" + " " * 36 + "".join(f"{f'{lo}-{hi}':>10}" for lo, hi in PHASES) + "       all  (CPU ms a move)")
+        for spec, rows in timed.items():
+            r = np.array(rows, np.float64)
+            cells = [r[(r[:, 0] >= lo) & (r[:, 0] <= hi), 1] for lo, hi in PHASES]
+            print(f"{spec:40s} " + "".join(f"{1e3 * x.mean():10.1f}" if len(x) else f"{'-':>10}" for x in cells)
+                  + f"{1e3 * r[:, 1].mean():10.1f}")
+        return 0
     if args.command == "results":
         out = results(games, args.agent)
         if not out["table"]:
