@@ -120,7 +120,11 @@ def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> 
     """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records."""
     import time
 
+    import torch
+
     from colony_training.eval.agent_specs import make_agent
+
+    torch.set_num_threads(1)  # as colony-eval's workers: one thread, so CPU time is this move's work alone
 
     states = []
     for g in games:
