@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     if not len(rows):
         print("endgame_probe: the records hold no position with a choice", file=sys.stderr)
         return 2
-    print("connected  positions  MSE network  MSE playouts  sign network  sign playouts  best mix (share of playouts: MSE)")
+    print("connected  positions  MSE network  MSE playouts  sign network  sign playouts  "
+          "best mix (share of playouts: MSE)")
     for lo, hi in PHASES:
         m = (rows[:, 0] >= lo) & (rows[:, 0] <= hi)
         if not m.any():

@@ -210,8 +210,9 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
     """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node);
     `bf16`: its convolutions in bfloat16 under autocast (PPO's `precision: bf16`; fast where the CPU has
     bf16 instructions, emulated and slow where it has not); `int8`: its stem and trunk quantized to int8
-    (`quantize.int8_copy`; the heads stay float32); `decisive`: `SearchConfig.decisive` (None: its default); `rollout_mix`, `rollout_playouts`,
-    `rollout_from`: `RolloutMixEvaluator`'s share, playouts per leaf and the connected satellites it starts at."""
+    (`quantize.int8_copy`; the heads stay float32); `decisive`: `SearchConfig.decisive` (None: its default);
+    `rollout_mix`, `rollout_playouts`, `rollout_from`: `RolloutMixEvaluator`'s share, playouts per leaf and the
+    connected satellites it starts at."""
     model, data = load_model(path)
     if int8:
         from .quantize import int8_copy

@@ -278,6 +278,16 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert not q.inner.search.evaluator._trace and q.name == spec + ":az:6:noise=0:int8"
     with pytest.raises(AgentSpecError, match="bf16 and int8 exclude each other"):
         make_agent(spec + ":az:6:bf16:int8")
+    # late-leaf playouts and decisive moves reach the evaluator and the search
+    late = make_agent(spec + ":az:6:r=0.5:rn=4:rfrom=17:decisive=1")
+    ev_ = late.inner.search.evaluator
+    assert (ev_.mix, ev_.playouts, ev_.from_connected) == (0.5, 4, 17) and late.inner.search.config.decisive
+    assert all(ce.is_legal(s, m) for s, m in zip(states, late.act_batch(states, rngs)))
+    assert not az.inner.search.config.decisive
+    for bad, said in ((":az:6:rn=4", "give r=X"), (":az:6:r=0.5:rfrom=0", "rfrom: must be at least 1"),
+                      (":az:6:decisive=yes", "decisive must be 0 or 1")):
+        with pytest.raises(AgentSpecError, match=said):
+            make_agent(spec + bad)
 
 
 def test_every_console_script_ends_quietly_on_a_closed_pipe():

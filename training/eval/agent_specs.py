@@ -124,13 +124,11 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
         if not eq or key not in AZ_OPTIONS:
             raise AgentSpecError(f"checkpoint spec {text!r}: unknown az option {opt!r}; allowed: gumbel, puct, "
                                  f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale), "
-                                 f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), rfrom=K (only "
-                                 f"leaves with K+ connected satellites), decisive=0|1 (decisive moves off or on), "
+                                 f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), "
+                                 f"rfrom=K (only leaves with K+ connected satellites), decisive=0|1 (decisive moves), "
                                  f"bf16 (bfloat16 convolutions), int8 (int8 trunk)")
-        if key in ("m", "rn"):
+        if key in ("m", "rn", "rfrom"):
             out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: {key}")
-        elif key == "rfrom":
-            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: rfrom")
         elif key == "r":
             mix = _non_negative_float(value, f"checkpoint spec {text!r}: r")
             if mix > 1:
@@ -138,6 +136,9 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
             out[AZ_OPTIONS[key]] = mix
         else:
             out[AZ_OPTIONS[key]] = _non_negative_float(value, f"checkpoint spec {text!r}: {key}")
+    if ("rollout_playouts" in out or "rollout_from" in out) and not out.get("rollout_mix"):
+        raise AgentSpecError(f"checkpoint spec {text!r}: rn and rfrom shape the random playouts of r=X; "
+                             f"give r=X with X > 0 as well")
     return tuple(out.items())
 
 
