@@ -32,9 +32,11 @@ from torch.nn import functional as F
 from colony_env import observation as _obs
 from colony_env.constants import (
     BOARD_SIZE,
+    CONNECTED_TO_END,
     DIRECTIONS,
     DISPLACEMENT_BASE,
     DISPLACEMENTS_PER_CELL,
+    MAX_COMPONENT,
     MAX_STEP,
     MOVES_PER_CELL,
     N_ACTIONS,
@@ -50,7 +52,6 @@ POLICY_PLANES = MOVES_PER_CELL + DISPLACEMENTS_PER_CELL  # 160 planes per cell
 CELLS = BOARD_SIZE * BOARD_SIZE
 COUNT_FEATURES = 6
 """Board-wide numbers a `count_inputs` network reads beside the planes (`count_features`)."""
-CONNECTED_END = 23  # connected satellites that end the game (R6.2.1)
 
 
 class ResidualBlock(nn.Module):
@@ -143,15 +144,16 @@ class PolicyValueNet(nn.Module):
         return self._trunk_features(obs)[:2]
 
     def _trunk_features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        counts = count_features(obs) if self.count_inputs else None  # once: the stem and the value head read it
         if self.bf16_trunk:
             with torch.autocast(obs.device.type, dtype=torch.bfloat16):
-                x, v, p = self._convolutions(obs)
+                x, v, p = self._convolutions(obs, counts)
             x, v, p = x.float(), v.float(), p.float()
         else:
-            x, v, p = self._convolutions(obs)
+            x, v, p = self._convolutions(obs, counts)
         pooled = [v.mean(dim=(2, 3)), v.amax(dim=(2, 3))]
-        if self.count_inputs:
-            pooled.append(count_features(obs))
+        if counts is not None:
+            pooled.append(counts)
         v = torch.cat(pooled, dim=1)
         value = self.value_out(F.relu(self.value_fc(v))).squeeze(1)
         return p, value, x
@@ -160,18 +162,21 @@ class PolicyValueNet(nn.Module):
         """The stem and the residual trunk: [B, C_in, 10, 10] -> [B, C, 10, 10] (an int8 copy replaces it)."""
         return self.trunk(F.relu(self.stem(obs)))
 
-    def _convolutions(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _convolutions(self, obs: torch.Tensor, counts: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(trunk output, value-conv features, policy-conv features): every convolution of the network."""
-        x = self.body(self.stem_input(obs))
+        x = self.body(self.stem_input(obs, counts))
         return x, F.relu(self.value_conv(x)), F.relu(self.policy_conv(x))
 
-    def stem_input(self, obs: torch.Tensor) -> torch.Tensor:
-        """What the stem reads: the first `in_channels` planes, then the count planes (`count_inputs`)."""
+    def stem_input(self, obs: torch.Tensor, counts: torch.Tensor | None = None) -> torch.Tensor:
+        """What the stem reads: the first `in_channels` planes, then the count planes (`count_inputs`;
+        `counts` is `count_features(obs)` where the caller has it already)."""
         planes = obs[:, : self.in_channels]
         if not self.count_inputs:
             return planes
-        counts = count_features(obs)[:, :, None, None].expand(-1, -1, BOARD_SIZE, BOARD_SIZE)
-        return torch.cat([planes, counts.to(planes.dtype)], dim=1)
+        counts = count_features(obs) if counts is None else counts
+        return torch.cat([planes, counts[:, :, None, None].expand(-1, -1, BOARD_SIZE, BOARD_SIZE).to(planes.dtype)],
+                         dim=1)
 
     def forward(self, obs: torch.Tensor, action_ids: torch.Tensor, action_features: torch.Tensor | None = None,
                 with_ownership: bool = False, valid: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
@@ -281,12 +286,12 @@ def count_features(obs: torch.Tensor) -> torch.Tensor:
     game), and the colonies the observer and the opponent control / 4 (R7.1; each colony cell adds 1 / its
     component's size)."""
     connected = obs[:, _obs.P_OWN_CONNECTED].sum(dim=(1, 2)) + obs[:, _obs.P_OPP_CONNECTED].sum(dim=(1, 2))
-    size = obs[:, _obs.P_COMPONENT_SIZE] * 6.0
+    size = obs[:, _obs.P_COMPONENT_SIZE] * float(MAX_COMPONENT)  # the plane holds size / MAX_COMPONENT
     per_cell = torch.where(size > 0, 1.0 / size.clamp(min=1.0), torch.zeros_like(size))
     own = (obs[:, _obs.P_OWN_CONTROLS] * per_cell).sum(dim=(1, 2))
     opp = (obs[:, _obs.P_OPP_CONTROLS] * per_cell).sum(dim=(1, 2))
-    near = [(connected >= CONNECTED_END - k).to(obs.dtype) for k in (3, 2, 1)]
-    return torch.stack([connected / CONNECTED_END, *near, own / 4.0, opp / 4.0], dim=1)
+    near = [(connected >= CONNECTED_TO_END - k).to(obs.dtype) for k in (3, 2, 1)]
+    return torch.stack([connected / CONNECTED_TO_END, *near, own / 4.0, opp / 4.0], dim=1)
 
 
 def with_count_inputs(model: PolicyValueNet) -> PolicyValueNet:
