@@ -383,10 +383,7 @@ def expand_backup(
             v = values[k] * _sign(colour)
             node_win[b, node] = -1
             if decisive:
-                board_ids = np.empty(n, np.int64)
-                for j in range(n):
-                    board_ids[j] = to_frame(ids[k, j], colour == 1)
-                win = winning_action(a, board_ids, n)
+                win = winning_action(a, ids[k], n, colour == 1)  # the canonical ids, mapped one by one
                 if win >= 0:
                     node_win[b, node] = win
                     v = _sign(colour)

@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from .. import _core
-from ..frame import legal_into
+from ..frame import legal_into, to_frame
 from ..constants import (
     DISPLACEMENT_BASE,
     I_FINISHED,
@@ -463,13 +463,15 @@ def may_end_game(a: np.ndarray, action: int) -> bool:
 
 
 @njit(cache=True)
-def winning_action(a: np.ndarray, actions: np.ndarray, n: int) -> int:
-    """Index of the first of `actions[:n]` (legal, board frame) that ends the game with the mover
+def winning_action(a: np.ndarray, actions: np.ndarray, n: int, transposed: bool = False) -> int:
+    """Index of the first of `actions[:n]` (legal; in the board frame, or with `transposed` in the
+    transposed frame, as the search lists blue's canonical ids) that ends the game with the mover
     winning (R6.2, R7), or -1 if none: a *decisive move* (Teytaud and Teytaud, 2010)."""
     p = a[I_TO_MOVE]
     for i in range(n):
-        if may_end_game(a, actions[i]):
-            after = _core.apply_unchecked(a, actions[i])
+        action = to_frame(actions[i], transposed)
+        if may_end_game(a, action):
+            after = _core.apply_unchecked(a, action)
             if after[I_REASON] != 0 and red_value(after) == (1.0 if p == 0 else -1.0):
                 return i
     return -1

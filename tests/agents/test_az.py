@@ -10,6 +10,7 @@ from colony_env.agents._az import considered_visits_table
 from colony_env.agents._search import random_playout, winning_action
 from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
+from colony_env.symmetry import TRANSPOSE_ACTIONS
 from colony_env.engine import _wrap
 
 
@@ -238,6 +239,9 @@ def test_winning_action_finds_exactly_the_first_immediate_win(max_plies):
         wins = immediate_wins(s)
         i = winning_action(s._a, legal, len(legal))
         assert (int(legal[i]) if i >= 0 else None) == (wins[0] if wins else None)
+        # the same actions as the search lists them for blue (transposed ids) give the same answer
+        transposed = TRANSPOSE_ACTIONS[legal].astype(np.int16)
+        assert winning_action(s._a, transposed, len(legal), True) == i
         checked += 1
         with_win += bool(wins)
     assert with_win >= 10 and checked > 1000  # the comparison met many wins, not just their absence
