@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import colony_env as ce
-from colony_env.agents._search import rollout_mover_means
+from colony_env.agents._search import rollout_mover_means, winning_action
 from colony_env.agents.az import SEED_HIGH
 from colony_env.engine import GameState
 
@@ -60,15 +60,23 @@ def _result_for(game: dict, colour: int) -> str:
     return "D" if res not in ("red", "blue") else ("W" if res == ("red", "blue")[colour] else "L")
 
 
+def _positions(game: dict):
+    """(ply, state before it, action played) for every ply of a record, replayed from its initial state."""
+    s = GameState.from_dict(game["initial_state"])
+    for i, a in enumerate(game["actions"]):
+        yield i, s, a
+        s = ce.apply_action(s, a)
+
+
 def immediate_win(state: GameState) -> bool:
-    """Whether the colour to move has an action that ends the game with its win."""
-    mover = state.to_move
-    return any((n := ce.apply_action(state, int(a))).is_over and n.winner == mover for a in ce.legal_actions(state))
+    """Whether the colour to move has an action that ends the game with its win (the search's compiled check)."""
+    legal = ce.legal_actions(state).astype(np.int64)
+    return winning_action(state._a, legal, len(legal)) >= 0
 
 
-def _hands_over(state: GameState, action: int) -> bool:
-    after = ce.apply_action(state, action)
-    return not after.is_over and after.to_move != state.to_move and immediate_win(after)
+def _hands_over(after: GameState, mover: int) -> bool:
+    """Whether `after` (the position after `mover`'s action) lets the opponent win at once."""
+    return not after.is_over and after.to_move != mover and immediate_win(after)
 
 
 def results(games: list[dict], agent: str) -> dict:
@@ -84,14 +92,12 @@ def results(games: list[dict], agent: str) -> dict:
         table[(result, g["end_reason"])] += 1
         if result != "L":
             continue
-        s = GameState.from_dict(g["initial_state"])
         worst = None
-        for a in g["actions"]:
-            if s.to_move == colour and _hands_over(s, a):
-                avoidable = any(not _hands_over(s, int(b)) and not ce.apply_action(s, int(b)).is_over
+        for _, s, a in _positions(g):
+            if s.to_move == colour and _hands_over(ce.apply_action(s, a), colour):
+                avoidable = any(not (n := ce.apply_action(s, int(b))).is_over and not _hands_over(n, colour)
                                 for b in ce.legal_actions(s))
                 worst = "avoidable" if avoidable or worst == "avoidable" else "forced"
-            s = ce.apply_action(s, a)
         handed[worst or "none"] += 1
     return {"table": table, "handed": handed}
 
@@ -104,15 +110,12 @@ def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
     rng = np.random.default_rng(seed)
     rows = []
     for g in games:
-        s = GameState.from_dict(g["initial_state"])
-        for i, a in enumerate(g["actions"]):
+        for i, s, _ in _positions(g):
             if i % 3 == 0 and len(ce.legal_actions(s)) > 1:
-                mover = int(s.to_move)
-                z = {"W": 1.0, "L": -1.0, "D": 0.0}[_result_for(g, mover)]
+                z = {"W": 1.0, "L": -1.0, "D": 0.0}[_result_for(g, int(s.to_move))]
                 v = judge.analyse(s, rng).raw_value
                 mean = float(rollout_mover_means(s._a[None].astype(np.int32), 16, int(rng.integers(SEED_HIGH)))[0])
                 rows.append((sum(ce.connected_counts(s)), z, v, mean))
-            s = ce.apply_action(s, a)
     return rows
 
 
@@ -126,13 +129,7 @@ def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> 
 
     torch.set_num_threads(1)  # as colony-eval's workers: one thread, so CPU time is this move's work alone
 
-    states = []
-    for g in games:
-        s = GameState.from_dict(g["initial_state"])
-        for a in g["actions"]:
-            if len(ce.legal_actions(s)) > 1:
-                states.append(s)
-            s = ce.apply_action(s, a)
+    states = [s for g in games for _, s, _ in _positions(g) if len(ce.legal_actions(s)) > 1]
     picked = states[:: max(1, len(states) // positions)][:positions]
     out = {}
     for spec in specs:
