@@ -3,6 +3,7 @@
     python examples/endgame_probe.py results RUN/games.jsonl --agent zero:az:200
     python examples/endgame_probe.py values checkpoints/colony_zero.pt RUN/games.jsonl [MORE.jsonl ...]
     python examples/endgame_probe.py cost RUN/games.jsonl --agents zero:az:200 mcts:1000 --positions 200
+    python examples/endgame_probe.py sample checkpoints/resume/zero-pcr-int8.pt [--network NET]
 
 `results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
 by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
@@ -14,6 +15,11 @@ with the game's result for the colour to move: the network's value (its value he
 trainer fitted it) and the mean of 16 uniformly random playouts. It prints their mean squared
 error and how often their sign is the result's, by the number of connected satellites (23 end
 the game, R6.2.1), with the best mix of the two per phase.
+
+`sample` prints the `values` table for the positions of a colony-zero resume point's replay sample
+(its run's own recent self-play, `colony-zero --export-resume`), where the playouts' mean is the one
+stored as the value target (16 playouts at the time) and the network is the resume point's own
+(or `--network`): how well the network fits its own games, against how well it judges others'.
 
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
@@ -119,6 +125,41 @@ def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
     return rows
 
 
+def sample_values(point: str, checkpoint: str | None = None, seed: int = 0) -> list[tuple]:
+    """(connected, result, network value, stored playouts' mean) at every position of a resume point's replay sample."""
+    from colony_training.agents import load_az_agent
+    from colony_training.zero.resume_point import ResumePointError, replay_sample_of
+
+    try:
+        data = replay_sample_of(point)
+    except (ResumePointError, OSError) as e:
+        raise SystemExit(f"endgame_probe: {e}") from None
+    judge = load_az_agent(checkpoint or point, 1)  # one simulation: the root's raw value is the network's
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, packed in enumerate(data.states):
+        s = GameState.from_array(packed)
+        rows.append((sum(ce.connected_counts(s)), float(data.outcome[k]), judge.analyse(s, rng).raw_value,
+                     float(data.rollout_value[k])))
+    return rows
+
+
+def _print_values(rows: np.ndarray) -> None:
+    """The `values` table: per phase, each judge's error against the results and the best mix of the two."""
+    print("connected  positions  MSE network  MSE playouts  sign network  sign playouts  "
+          "best mix (share of playouts: MSE)")
+    for lo, hi in PHASES:
+        m = (rows[:, 0] >= lo) & (rows[:, 0] <= hi)
+        if not m.any():
+            continue
+        z, net, play = rows[m, 1], rows[m, 2], rows[m, 3]
+        mse = {w: float(np.mean(((1 - w) * net + w * play - z) ** 2)) for w in MIXES}
+        best = min(mse, key=mse.get)
+        print(f"{lo:>4}-{hi:<4}  {int(m.sum()):9d}  {mse[0.0]:11.3f}  {mse[1.0]:12.3f}  "
+              f"{np.mean(np.sign(net) == np.sign(z)):12.3f}  {np.mean(np.sign(play) == np.sign(z)):13.3f}  "
+              f"{best:.2f}: {mse[best]:.3f}")
+
+
 def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> dict[str, list[tuple[int, float]]]:
     """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records."""
     import time
@@ -157,7 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
     c.add_argument("--agents", nargs="+", required=True, help="agent specs (colony-eval's)")
     c.add_argument("--positions", type=int, default=200, help="positions to time each agent on (default 200)")
+    p = sub.add_parser("sample", help="the values table on a colony-zero resume point's own replay sample")
+    p.add_argument("point", help="a resume point file (colony-zero --export-resume)")
+    p.add_argument("--network", help="judge with this checkpoint instead of the resume point's own network")
     args = ap.parse_args(argv)
+    if args.command == "sample":
+        _print_values(np.array(sample_values(args.point, args.network), np.float64))
+        return 0
     games = _games(args.records)
     if args.command == "cost":
         from colony_training.eval.agent_specs import AgentSpecError
@@ -189,18 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if not len(rows):
         print("endgame_probe: the records hold no position with a choice", file=sys.stderr)
         return 2
-    print("connected  positions  MSE network  MSE playouts  sign network  sign playouts  "
-          "best mix (share of playouts: MSE)")
-    for lo, hi in PHASES:
-        m = (rows[:, 0] >= lo) & (rows[:, 0] <= hi)
-        if not m.any():
-            continue
-        z, net, play = rows[m, 1], rows[m, 2], rows[m, 3]
-        mse = {w: float(np.mean(((1 - w) * net + w * play - z) ** 2)) for w in MIXES}
-        best = min(mse, key=mse.get)
-        print(f"{lo:>4}-{hi:<4}  {int(m.sum()):9d}  {mse[0.0]:11.3f}  {mse[1.0]:12.3f}  "
-              f"{np.mean(np.sign(net) == np.sign(z)):12.3f}  {np.mean(np.sign(play) == np.sign(z)):13.3f}  "
-              f"{best:.2f}: {mse[best]:.3f}")
+    _print_values(rows)
     return 0
 
 

@@ -196,6 +196,34 @@ def rollout_mover_means(states: np.ndarray, n_rollouts: int, seed: int) -> np.nd
     return out
 
 
+@njit(cache=True)
+def position_seeds(states: np.ndarray, salt: int) -> np.ndarray:
+    """int64[K] seeds below 2**31, one per packed state, from its words and `salt` alone (FNV-1a, 64 bits)."""
+    out = np.empty(states.shape[0], np.int64)
+    for k in range(states.shape[0]):
+        h = np.uint64(14695981039346656037) ^ np.uint64(salt & 0xFFFFFFFF)
+        for w in states[k]:
+            h = (h ^ np.uint64(w & 0xFFFFFFFF)) * np.uint64(1099511628211)
+        out[k] = np.int64((h ^ (h >> np.uint64(33))) & np.uint64(0x7FFFFFFF))
+    return out
+
+
+@njit(cache=True)
+def rollout_mover_means_seeded(states: np.ndarray, n_rollouts: int, seeds: np.ndarray) -> np.ndarray:
+    """`rollout_mover_means` with state k's playouts seeded by `seeds[k]` alone, so that a state's mean does
+    not depend on the other states of the batch or on the calls before."""
+    buf = np.empty(MAX_LEGAL, np.int16)
+    out = np.empty(states.shape[0], np.float64)
+    for k in range(states.shape[0]):
+        np.random.seed(seeds[k])
+        total = 0.0
+        for _ in range(n_rollouts):
+            total += rollout(states[k], buf)
+        mean = total / n_rollouts
+        out[k] = mean if states[k, I_TO_MOVE] == 0 else -mean
+    return out
+
+
 # ---------------------------------------------------------------------------------
 # UCT (Kocsis & Szepesvari 2006) with the node layout of OpenSpiel's MCTSBot, in arrays.
 

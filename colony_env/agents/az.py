@@ -37,7 +37,7 @@ from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
 from ..symmetry import TRANSPOSE_ACTIONS, canonical_action_to_board
 from . import _az
-from ._search import connected_totals, rollout_mover_means
+from ._search import connected_totals, position_seeds, rollout_mover_means_seeded
 from .base import Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
@@ -75,7 +75,9 @@ class RolloutMixEvaluator:
     `from_connected` > 0 only leaves with at least that many connected satellites (both colours;
     23 end the game, R6.2.1) are mixed: late in the game a few playouts judge a position better
     than a trained value head does (docs/zero.md, "Where the agent loses"), early they are noise.
-    Priors are the inner evaluator's, unchanged. Reproducible from `seed`.
+    Priors are the inner evaluator's, unchanged. A leaf's playouts are seeded by its position and `seed`
+    alone (`_search.position_seeds`), so a game's moves do not depend on the games searched beside it or
+    before it (colony-eval's `--workers`, `--batch` and `--resume`).
     """
 
     def __init__(self, inner: LeafEvaluator, mix: float, seed: int = 0, playouts: int = 1,
@@ -89,7 +91,7 @@ class RolloutMixEvaluator:
         self.mix = float(mix)
         self.playouts = int(playouts)
         self.from_connected = int(from_connected)
-        self._rng = np.random.default_rng(seed)
+        self.seed = int(seed)
 
     def __call__(self, states: np.ndarray, obs: np.ndarray, ids: np.ndarray, counts: np.ndarray
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +103,8 @@ class RolloutMixEvaluator:
         rows = (np.flatnonzero(connected_totals(states) >= self.from_connected) if self.from_connected
                 else np.arange(len(states)))
         if rows.size:
-            played = rollout_mover_means(states[rows], self.playouts, int(self._rng.integers(SEED_HIGH)))
+            leaves = np.ascontiguousarray(states[rows])
+            played = rollout_mover_means_seeded(leaves, self.playouts, position_seeds(leaves, self.seed))
             values[rows] = (1.0 - self.mix) * values[rows] + self.mix * played
         return logits, values
 

@@ -7,7 +7,7 @@ import pytest
 
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
-from colony_env.agents._search import random_playout, winning_action
+from colony_env.agents._search import position_seeds, random_playout, winning_action
 from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
 from colony_env.symmetry import TRANSPOSE_ACTIONS
@@ -330,7 +330,7 @@ def test_rollout_mix_values_are_the_playout_result_for_the_mover():
     const = lambda value: lambda st, o, i, c: (np.zeros(i.shape), np.full(len(st), value))
     for k, s in enumerate(states):
         _, v = RolloutMixEvaluator(const(0.3), 1.0, seed=k)(packed[k:k + 1], obs[:1], ids[:1], counts[:1])
-        seed = int(np.random.default_rng(k).integers(2**31))  # the seed the evaluator draws first
+        seed = int(position_seeds(packed[k:k + 1], k)[0])  # the leaf's own seed: its position and the salt k
         end = _wrap(random_playout(packed[k].copy(), seed))  # the same playout, replayed
         assert end.is_over
         assert v.shape == (1,) and v[0] == end.rewards()[s.to_move]
@@ -360,6 +360,33 @@ def test_rollout_mix_from_connected_mixes_only_late_leaves_with_the_playouts_mea
     for bad in ({"playouts": 0}, {"from_connected": -1}, {"playouts": 2.5}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             RolloutMixEvaluator(const, 0.5, **bad)
+
+
+def test_rollout_mix_values_depend_on_the_leaf_and_the_seed_alone():
+    """A leaf's playouts are seeded by its position and the evaluator's seed: the same leaves give the same
+    values in any order, alone or in a batch, before or after other calls (colony-eval's --workers, --batch
+    and --resume cannot change a game); another seed, or another position, draws other playouts."""
+    positions = random_game_positions(range(4))
+    packed = np.stack([s._a for s in positions]).astype(np.int32)
+    n = len(packed)
+    obs, ids, counts = np.zeros((n, 1), np.float32), np.zeros((n, 1), np.int16), np.ones(n, np.int32)
+    const = lambda st, o, i, c: (np.zeros(i.shape), np.zeros(len(st)))
+    first = RolloutMixEvaluator(const, 1.0, seed=9, playouts=4)
+    _, v = first(packed, obs, ids, counts)
+    _, again = first(packed, obs, ids, counts)  # after a call
+    order = np.random.default_rng(0).permutation(n)
+    _, shuffled = RolloutMixEvaluator(const, 1.0, seed=9, playouts=4)(packed[order], obs, ids, counts)
+    one = [RolloutMixEvaluator(const, 1.0, seed=9, playouts=4)(packed[k:k + 1], obs[:1], ids[:1], counts[:1])[1][0]
+           for k in range(0, n, 37)]
+    np.testing.assert_array_equal(v, again)
+    np.testing.assert_array_equal(v[order], shuffled)
+    np.testing.assert_array_equal(v[::37], one)
+    _, other = RolloutMixEvaluator(const, 1.0, seed=10, playouts=4)(packed, obs, ids, counts)
+    assert not np.array_equal(v, other)
+    seeds = position_seeds(packed, 9)
+    assert seeds.min() >= 0 and seeds.max() < 2**31 and len(np.unique(seeds)) == len(np.unique(packed, axis=0))
+    np.testing.assert_array_equal(seeds, position_seeds(packed.copy(), 9))
+    assert not np.array_equal(seeds, position_seeds(packed, 10))
 
 
 # --- KataGo's forced playouts and policy target pruning (Wu 2019, section 3.2), root noise ----------------

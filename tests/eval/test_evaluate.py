@@ -240,6 +240,8 @@ def test_cli_smoke(tmp_path):
 def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     """`checkpoint:PATH` goes through colony_training.agents.load_policy_agent (the trainer's format)."""
     from colony_env import observation
+    from colony_env.agents.az import RolloutMixEvaluator
+    from colony_training.agents import NetworkEvaluator
     from colony_training.checkpoint import save_checkpoint
     from colony_training.model import PolicyValueNet
 
@@ -266,16 +268,25 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert all(ce.is_legal(s, m) for s, m in zip(states, moves))  # move-for-move equality: test_az (exact evaluator)
     res = ev.evaluate([spec + ":az:6", "random"], games=4, seed=0, workers=1, progress=False, batch=4)
     assert res.pairs[0].games == 4 and res.config["batch"] == 4
+    # by default the network's leaf values are mixed with random playouts late in the game (AZ_LEAF_DEFAULT)
+    late_default = az.inner.search.evaluator
+    assert isinstance(late_default, RolloutMixEvaluator) and isinstance(late_default.inner, NetworkEvaluator)
+    assert (late_default.mix, late_default.playouts, late_default.from_connected) == (0.75, 16, 17)
+    assert isinstance(make_agent(spec + ":az:6:r=0").inner.search.evaluator, NetworkEvaluator)  # r=0: none
+
+    def network(agent):
+        return agent.inner.search.evaluator.inner
+
     # `bf16`: the same search with the convolutions in bfloat16 (eager, no trace); legal moves, its own name
     bf = make_agent(spec + ":az:6:noise=0:bf16")
-    assert bf.inner.search.evaluator.model.bf16_trunk and not az.inner.search.evaluator.model.bf16_trunk
+    assert network(bf).model.bf16_trunk and not network(az).model.bf16_trunk
     assert all(ce.is_legal(s, m) for s, m in zip(states, bf.act_batch(states, rngs)))
-    assert not bf.inner.search.evaluator._trace and bf.name == spec + ":az:6:noise=0:bf16"
+    assert not network(bf)._trace and bf.name == spec + ":az:6:noise=0:bf16"
     # `int8`: the stem and trunk quantized (training/quantize.py); legal moves, its own name; not with bf16
     q = make_agent(spec + ":az:6:noise=0:int8")
-    assert q.inner.search.evaluator.model.int8_body and not az.inner.search.evaluator.model.int8_body
+    assert network(q).model.int8_body and not network(az).model.int8_body
     assert all(ce.is_legal(s, m) for s, m in zip(states, q.act_batch(states, rngs)))
-    assert not q.inner.search.evaluator._trace and q.name == spec + ":az:6:noise=0:int8"
+    assert not network(q)._trace and q.name == spec + ":az:6:noise=0:int8"
     with pytest.raises(AgentSpecError, match="bf16 and int8 exclude each other"):
         make_agent(spec + ":az:6:bf16:int8")
     # late-leaf playouts and decisive moves reach the evaluator and the search
@@ -284,7 +295,9 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert (ev_.mix, ev_.playouts, ev_.from_connected) == (0.5, 4, 17) and late.inner.search.config.decisive
     assert all(ce.is_legal(s, m) for s, m in zip(states, late.act_batch(states, rngs)))
     assert not az.inner.search.config.decisive
-    for bad, said in ((":az:6:rn=4", "give r=X"), (":az:6:r=0.5:rfrom=0", "rfrom: must be at least 1"),
+    moved = make_agent(spec + ":az:6:rfrom=20").inner.search.evaluator  # rn / rfrom without r= change the default
+    assert (moved.mix, moved.playouts, moved.from_connected) == (0.75, 16, 20)
+    for bad, said in ((":az:6:r=0:rn=4", "which r=0 turns off"), (":az:6:r=0.5:rfrom=0", "rfrom: must be at least 1"),
                       (":az:6:decisive=yes", "decisive must be 0 or 1")):
         with pytest.raises(AgentSpecError, match=said):
             make_agent(spec + bad)

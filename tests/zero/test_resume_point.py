@@ -125,6 +125,22 @@ def test_a_bounded_sample_is_seeded_and_made_of_the_buffers_positions(run, tmp_p
     # a smaller bound makes a smaller file
     assert zero_train.main(["--export-resume", str(run), str(tmp_path / "full.pt")]) == 0
     assert first.stat().st_size < (tmp_path / "full.pt").stat().st_size
+    # `replay_sample_of` reads the same sample back; the endgame probe judges its positions against their targets
+    kept = resume_point.replay_sample_of(first)
+    np.testing.assert_array_equal(kept.states, sample.states)
+    np.testing.assert_array_equal(kept.outcome, sample.outcome)
+    from helpers import load_example
+
+    probe = load_example("endgame_probe.py")
+    rows = probe.sample_values(str(first))
+    assert len(rows) == 50
+    assert [r[1] for r in rows] == list(kept.outcome) and [r[3] for r in rows] == list(kept.rollout_value)
+    assert all(-1.0 <= r[2] <= 1.0 for r in rows)
+    capsys.readouterr()
+    assert probe.main(["sample", str(first)]) == 0
+    assert "MSE network" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="not a colony-zero resume point"):
+        probe.main(["sample", str(run / "checkpoints" / "latest.pt")])
 
 
 def one_line_error(capsys) -> str:

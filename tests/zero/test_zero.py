@@ -19,7 +19,7 @@ from colony_env.observation import OBS_CHANNELS, encode_observation
 from colony_training.agents import NetworkEvaluator, load_policy_agent
 from colony_training.checkpoint import CheckpointError, read_checkpoint
 from colony_training.config import ConfigError, load_config
-from colony_training.eval.agent_specs import AgentSpecError, make_agent, parse_agent_spec
+from colony_training.eval.agent_specs import AZ_LEAF_DEFAULT, AgentSpecError, make_agent, parse_agent_spec
 from colony_training.eval.evaluate import main as evaluate_main
 from colony_training.model import PolicyValueNet
 from colony_training.zero import train as zero_train
@@ -130,6 +130,35 @@ def test_selfplay_int8_plays_with_the_int8_copy_in_process_and_in_workers(monkey
         for row in d.states:
             state = ce.GameState.from_array(row)
             assert not state.is_over and len(ce.legal_actions(state)) > 0
+
+
+def test_selfplay_late_leaf_playouts_reach_the_evaluator_in_process_and_in_workers(monkeypatch):
+    """`rollout_playouts` / `rollout_from` shape self-play's leaf mix as `az:N:r=X:rn=N:rfrom=K` shapes the agent's."""
+    from colony_env.agents.az import RolloutMixEvaluator
+    from colony_training.zero import selfplay
+
+    used = []
+    real = selfplay.play_games
+
+    def spy(evaluator, *args, **kwargs):
+        used.append((type(evaluator), getattr(evaluator, "mix", None), getattr(evaluator, "playouts", None),
+                     getattr(evaluator, "from_connected", None)))
+        return real(evaluator, *args, **kwargs)
+
+    monkeypatch.setattr(selfplay, "play_games", spy)
+    monkeypatch.setattr(zero_train, "play_games", spy)
+    net = tiny_net()
+    cfg = ZeroConfig(channels=8, blocks=1, games_per_generation=2, parallel_games=2, simulations=2, max_considered=2,
+                     max_plies=30, workers=1, rollout_mix=0.75, rollout_playouts=3, rollout_from=17).finalize()
+    data = zero_train.self_play(net, cfg, 0, None, torch.device("cpu"))
+    weights = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    worker = selfplay.worker_play(net.architecture(), weights, SearchConfig(simulations=2, max_considered=2), [5], 1,
+                                  30, 0, 1, "cpu", 0.75, 0, None, 1.0, False, 3, 17)
+    assert used == [(RolloutMixEvaluator, 0.75, 3, 17)] * 2
+    assert data.game_lengths.size == 2 and worker.n_positions > 0
+    for bad in ({"rollout_playouts": 0}, {"rollout_from": -1}):
+        with pytest.raises(ConfigError):
+            ZeroConfig(**bad).finalize()
 
 
 def test_replay_shards_round_trip_and_buffer_resume(tmp_path):
@@ -243,7 +272,9 @@ def test_az_spec_parsing():
     assert spec.path == "a/b.pt" and spec.az_simulations == 50
     assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0,
                                      "rollout_mix": 0.5}
-    assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {"bf16": True}
+    assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {**AZ_LEAF_DEFAULT, "bf16": True}
+    assert dict(parse_agent_spec("zero:az:200:rn=4").az_options) == {**AZ_LEAF_DEFAULT, "rollout_playouts": 4}
+    assert dict(parse_agent_spec("zero:az:200:r=0").az_options) == {"rollout_mix": 0.0}
     for bad in ("checkpoint:a.pt:az:5:bf16=1", "checkpoint:a.pt:az:5:bf17"):
         with pytest.raises(AgentSpecError, match="bf16 \\(bfloat16 convolutions\\)"):
             parse_agent_spec(bad)

@@ -11,7 +11,7 @@
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
-| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with random playouts, share X), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
 | `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
 | `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |
 | `ppo`                    | the shipped self-play PPO network (`checkpoints/colony_ppo.pt`) |
@@ -51,7 +51,8 @@ SPEC_HELP = (
     "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
-    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node)"
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node, "
+    "mixed with random playouts at late leaves unless r= says otherwise)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
@@ -60,6 +61,10 @@ AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix",
               "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
+AZ_LEAF_DEFAULT = {"rollout_mix": 0.75, "rollout_playouts": 16, "rollout_from": 17}
+"""Leaf values of `az:N` when its spec gives no `r=`: at leaves with 17 or more connected satellites, a quarter
+the network's value and three quarters the mean of 16 random playouts; earlier leaves the network's alone
+(docs/zero.md, "Late-leaf playouts by default"). `r=X` mixes X at every leaf with one playout, `r=0` none."""
 
 
 class AgentSpecError(ValueError):
@@ -136,9 +141,11 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
             out[AZ_OPTIONS[key]] = mix
         else:
             out[AZ_OPTIONS[key]] = _non_negative_float(value, f"checkpoint spec {text!r}: {key}")
-    if ("rollout_playouts" in out or "rollout_from" in out) and not out.get("rollout_mix"):
-        raise AgentSpecError(f"checkpoint spec {text!r}: rn and rfrom shape the random playouts of r=X; "
-                             f"give r=X with X > 0 as well")
+    if "rollout_mix" not in out:
+        return tuple({**AZ_LEAF_DEFAULT, **out}.items())
+    if ("rollout_playouts" in out or "rollout_from" in out) and not out["rollout_mix"]:
+        raise AgentSpecError(f"checkpoint spec {text!r}: rn and rfrom shape the random playouts, which r=0 "
+                             f"turns off; give r=X with X > 0, or leave r out for the default late-leaf playouts")
     return tuple(out.items())
 
 

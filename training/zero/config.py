@@ -121,6 +121,17 @@ class ZeroConfig(Config):
         "Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda).",
         share(),
     )
+    rollout_playouts: int = key(
+        1,
+        "Random playouts per mixed leaf (their mean is the playouts' part of `rollout_mix`).",
+        at_least(1),
+    )
+    rollout_from: int = key(
+        0,
+        "Mix only leaves with at least this many connected satellites (0: every leaf; the shipped agent's "
+        "`az:N` mixes 0.75 of 16 playouts from 17 on, docs/zero.md).",
+        at_least(0),
+    )
     rollout_mix_generations: int = key(
         0,
         "If > 0, the mix falls linearly from `rollout_mix` to 0 over this many generations (0: constant).",

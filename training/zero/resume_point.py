@@ -209,6 +209,12 @@ def config_of(path: str | Path) -> ZeroConfig:
     return _config(read(path)["config"])
 
 
+def replay_sample_of(path: str | Path) -> GameData:
+    """The replay sample a resume point holds (the file checked whole, as `read`): its run's recent positions
+    with their targets, e.g. for looking at what the network was fitted to (examples/endgame_probe.py)."""
+    return _replay(read(path)["resume_point"], repr(str(path)))
+
+
 def restore(path: str | Path, run_dir: str | Path, tb_keys: tuple[str, ...] = ()) -> ZeroConfig:
     """Rebuild a run directory at `run_dir` (which must not exist or be empty) from a resume point;
     returns its config. TensorBoard gets `zero/<k>` for `tb_keys` of each metrics row and

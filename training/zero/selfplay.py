@@ -182,12 +182,14 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
 def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: list[int], parallel: int,
                 max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0,
                 value_rollouts: int = 0, fast_config: SearchConfig | None = None,
-                full_search_prob: float = 1.0, int8: bool = False) -> GameData:
+                full_search_prob: float = 1.0, int8: bool = False, rollout_playouts: int = 1,
+                rollout_from: int = 0) -> GameData:
     """Entry point of a self-play process: rebuild the network from plain data (its int8 copy with `int8`
-    on the CPU, `quantize.int8_copy`) and play."""
+    on the CPU, `quantize.int8_copy`) and play; `rollout_*` shape the leaf values (`agents.leaf_evaluator`)."""
     torch.set_num_threads(threads)
     model = build_model({"architecture": arch, "model": weights})  # the checkpoints' own rebuild
     if int8 and torch.device(device).type == "cpu":
         model = int8_copy(model)
-    return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1), search_config, seeds, parallel,
+    return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1, playouts=rollout_playouts,
+                                     from_connected=rollout_from), search_config, seeds, parallel,
                       max_plies, np.random.default_rng(rng_seed), value_rollouts, fast_config, full_search_prob)

@@ -338,14 +338,16 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
         player = int8_copy(model) if cfg.selfplay_int8 and device.type == "cpu" else model
-        return play_games(leaf_evaluator(player, device, mix, rng_seeds[0] + 1), search_config(cfg), seeds,
+        return play_games(leaf_evaluator(player, device, mix, rng_seeds[0] + 1, playouts=cfg.rollout_playouts,
+                                         from_connected=cfg.rollout_from), search_config(cfg), seeds,
                           cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts,
                           fast_search_config(cfg), cfg.full_search_prob)
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
                            cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts,
-                           fast_search_config(cfg), cfg.full_search_prob, cfg.selfplay_int8)
+                           fast_search_config(cfg), cfg.full_search_prob, cfg.selfplay_int8, cfg.rollout_playouts,
+                           cfg.rollout_from)
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
