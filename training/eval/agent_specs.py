@@ -10,7 +10,7 @@
 | `checkpoint:PATH:sample` | a trained policy, actions sampled from it                    |
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
-| `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values, Gumbel root |
+| `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values (random playouts mixed in at late leaves, `AZ_LEAF_DEFAULT`), Gumbel root |
 | `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
 | `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
 | `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |

@@ -118,7 +118,8 @@ class ZeroConfig(Config):
     max_plies: int = key(400, "Ply limit per game (R6.2.4).", at_least(1))
     rollout_mix: float = key(
         0.0,
-        "Leaf value = (1 - mix) * network value + mix * one random playout's result (AlphaGo's lambda).",
+        "Leaf value = (1 - mix) * network value + mix * the mean of `rollout_playouts` random playouts "
+        "(AlphaGo's lambda).",
         share(),
     )
     rollout_playouts: int = key(
