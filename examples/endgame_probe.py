@@ -161,14 +161,11 @@ def _print_values(rows: np.ndarray) -> None:
 
 
 def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> dict[str, list[tuple[int, float]]]:
-    """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records."""
+    """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records
+    (`main` runs torch on one thread, as colony-eval's workers do, so that CPU time is the move's own work)."""
     import time
 
-    import torch
-
     from colony_training.eval.agent_specs import make_agent
-
-    torch.set_num_threads(1)  # as colony-eval's workers: one thread, so CPU time is this move's work alone
 
     states = [s for g in games for _, s, _ in _positions(g) if len(ce.legal_actions(s)) > 1]
     picked = states[:: max(1, len(states) // positions)][:positions]
@@ -186,6 +183,9 @@ def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    torch.set_num_threads(1)  # one position at a time: a thread pool only spins (and on a busy machine, 15x the CPU)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("results", help="the agent's results by end reason")
