@@ -188,12 +188,18 @@ def rollout_mover_means(states: np.ndarray, n_rollouts: int, seed: int) -> np.nd
     buf = np.empty(MAX_LEGAL, np.int16)
     out = np.empty(states.shape[0], np.float64)
     for k in range(states.shape[0]):
-        total = 0.0
-        for _ in range(n_rollouts):
-            total += rollout(states[k], buf)
-        mean = total / n_rollouts
-        out[k] = mean if states[k, I_TO_MOVE] == 0 else -mean
+        out[k] = _mover_mean(states[k], n_rollouts, buf)
     return out
+
+
+@njit(cache=True)
+def _mover_mean(a: np.ndarray, n_rollouts: int, buf: np.ndarray) -> float:
+    """Mean result of `n_rollouts` random playouts from `a` (numba's generator, seeded by the caller) for its mover."""
+    total = 0.0
+    for _ in range(n_rollouts):
+        total += rollout(a, buf)
+    mean = total / n_rollouts
+    return mean if a[I_TO_MOVE] == 0 else -mean
 
 
 @njit(cache=True)
@@ -216,11 +222,7 @@ def rollout_mover_means_seeded(states: np.ndarray, n_rollouts: int, seeds: np.nd
     out = np.empty(states.shape[0], np.float64)
     for k in range(states.shape[0]):
         np.random.seed(seeds[k])
-        total = 0.0
-        for _ in range(n_rollouts):
-            total += rollout(states[k], buf)
-        mean = total / n_rollouts
-        out[k] = mean if states[k, I_TO_MOVE] == 0 else -mean
+        out[k] = _mover_mean(states[k], n_rollouts, buf)
     return out
 
 
