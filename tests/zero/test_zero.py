@@ -156,8 +156,9 @@ def test_selfplay_late_leaf_playouts_reach_the_evaluator_in_process_and_in_worke
                                   30, 0, 1, "cpu", 0.75, 0, None, 1.0, False, 3, 17)
     assert used == [(RolloutMixEvaluator, 0.75, 3, 17)] * 2
     assert data.game_lengths.size == 2 and worker.n_positions > 0
-    for bad in ({"rollout_playouts": 0}, {"rollout_from": -1}):
-        with pytest.raises(ConfigError):
+    for bad, said in (({"rollout_playouts": 0}, "integer >= 1"), ({"rollout_from": -1}, "integer >= 0"),
+                      ({"rollout_playouts": 16}, "unless rollout_mix > 0"), ({"rollout_from": 17}, "unless rollout_mix")):
+        with pytest.raises(ConfigError, match=said):
             ZeroConfig(**bad).finalize()
 
 

@@ -126,12 +126,14 @@ class ZeroConfig(Config):
         1,
         "Random playouts per mixed leaf (their mean is the playouts' part of `rollout_mix`).",
         at_least(1),
+        Check(lambda v, c: v == 1 or c.rollout_mix > 0, "1 unless rollout_mix > 0 (the playouts it mixes in)"),
     )
     rollout_from: int = key(
         0,
         "Mix only leaves with at least this many connected satellites (0: every leaf; the shipped agent's "
         "`az:N` mixes 0.75 of 16 playouts from 17 on, docs/zero.md).",
         at_least(0),
+        Check(lambda v, c: v == 0 or c.rollout_mix > 0, "0 unless rollout_mix > 0 (the mix it limits)"),
     )
     rollout_mix_generations: int = key(
         0,
