@@ -128,12 +128,9 @@ def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
 def sample_values(point: str, checkpoint: str | None = None, seed: int = 0) -> list[tuple]:
     """(connected, result, network value, stored playouts' mean) at every position of a resume point's replay sample."""
     from colony_training.agents import load_az_agent
-    from colony_training.zero.resume_point import ResumePointError, replay_sample_of
+    from colony_training.zero.resume_point import replay_sample_of
 
-    try:
-        data = replay_sample_of(point)
-    except (ResumePointError, OSError) as e:
-        raise SystemExit(f"endgame_probe: {e}") from None
+    data = replay_sample_of(point)
     judge = load_az_agent(checkpoint or point, 1)  # one simulation: the root's raw value is the network's
     rng = np.random.default_rng(seed)
     rows = []
@@ -202,6 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("point", help="a resume point file (colony-zero --export-resume)")
     p.add_argument("--network", help="judge with this checkpoint instead of the resume point's own network")
     args = ap.parse_args(argv)
+    from colony_training.checkpoint import CheckpointError
+    from colony_training.zero.resume_point import ResumePointError
+
+    try:
+        return _run(args, ap)
+    except (CheckpointError, ResumePointError, OSError) as e:  # a missing, foreign or damaged file: one line
+        raise SystemExit(f"endgame_probe: {e}") from None
+
+
+def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
+    """The chosen subcommand; its tables on stdout, 0, or 2 when there is nothing to show."""
     if args.command == "sample":
         _print_values(np.array(sample_values(args.point, args.network), np.float64))
         return 0

@@ -103,7 +103,7 @@ class RolloutMixEvaluator:
         rows = (np.flatnonzero(connected_totals(states) >= self.from_connected) if self.from_connected
                 else np.arange(len(states)))
         if rows.size:
-            leaves = np.ascontiguousarray(states[rows])
+            leaves = states[rows]  # a contiguous copy
             played = rollout_mover_means_seeded(leaves, self.playouts, position_seeds(leaves, self.seed))
             values[rows] = (1.0 - self.mix) * values[rows] + self.mix * played
         return logits, values

@@ -333,6 +333,8 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     assert probe.main(["values", str(ck), str(few)]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if re.match(r"\s*\d+-\d+ ", line)]
     assert len(rows) >= 3  # random games pass through the phases up to their end
+    with pytest.raises(SystemExit, match="^endgame_probe: checkpoint .* does not exist$"):  # one line
+        probe.main(["values", str(tmp_path / "none.pt"), str(few)])
     timed = probe.cost(["greedy", "random"], probe._games([str(few)]), positions=9)
     assert [len(r) for r in timed.values()] == [9, 9] and all(t >= 0 for r in timed.values() for _, t in r)
     assert probe.main(["cost", str(few), "--agents", "greedy", "--positions", "4"]) == 0

@@ -141,6 +141,8 @@ def test_a_bounded_sample_is_seeded_and_made_of_the_buffers_positions(run, tmp_p
     assert "MSE network" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="not a colony-zero resume point"):
         probe.main(["sample", str(run / "checkpoints" / "latest.pt")])
+    with pytest.raises(SystemExit, match="^endgame_probe: checkpoint .* does not exist$"):
+        probe.main(["sample", str(first), "--network", str(tmp_path / "none.pt")])
 
 
 def one_line_error(capsys) -> str:
