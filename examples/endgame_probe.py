@@ -4,6 +4,7 @@
     python examples/endgame_probe.py values checkpoints/colony_zero.pt RUN/games.jsonl [MORE.jsonl ...]
     python examples/endgame_probe.py cost RUN/games.jsonl --agents zero:az:200 mcts:1000 --positions 200
     python examples/endgame_probe.py sample checkpoints/resume/zero-pcr-int8.pt [--network NET]
+    python examples/endgame_probe.py choices RUN/games.jsonl --from 17 --playouts 64
 
 `results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
 by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
@@ -20,6 +21,14 @@ the game, R6.2.1), with the best mix of the two per phase.
 (its run's own recent self-play, `colony-zero --export-resume`), where the playouts' mean is the one
 stored as the value target (16 playouts at the time) and the network is the resume point's own
 (or `--network`): how well the network fits its own games, against how well it judges others'.
+
+`choices` scores the moves the records' agents played from `--from` connected satellites on (every
+second position with a choice): every legal move there is judged by the mean of `--playouts` random
+playouts after it (exactly where it ends the game), twice with independent seeds; the first judge
+picks the best move, the second scores it, and a move's regret is the second judge's value of that
+best move less its value of the move (so that the first judge's luck in picking its maximum does not
+count). Per agent and phase it prints the mean regret of the moves played and of a uniformly random
+legal move: how much a one-ply look with playouts finds wrong with each agent's late moves.
 
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
@@ -157,6 +166,41 @@ def _print_values(rows: np.ndarray) -> None:
               f"{best:.2f}: {mse[best]:.3f}")
 
 
+def _playout_judge(after: list[GameState], mover: int, playouts: int, seed: int) -> np.ndarray:
+    """float64[n]: each position's value for `mover`: its result if over, else the mean of `playouts` random
+    playouts (each position's own seed, `seed` + its index)."""
+    out = np.empty(len(after))
+    for k, n in enumerate(after):
+        if n.is_over:
+            out[k] = n.rewards()[mover]
+        else:
+            m = float(rollout_mover_means(n._a[None].astype(np.int32), playouts, seed + k)[0])
+            out[k] = m if int(n.to_move) == mover else -m
+    return out
+
+
+def choices(games: list[dict], from_connected: int, playouts: int, seed: int = 0) -> list[tuple[str, int, float, float]]:
+    """(agent, connected satellites, regret of the move played, mean regret of a random legal move) at every
+    second position with a choice from `from_connected` on; judges as the module docstring says."""
+    rows = []
+    for g, game in enumerate(games):
+        for i, s, a in _positions(game):
+            if i % 2 or sum(ce.connected_counts(s)) < from_connected:
+                continue
+            legal = [int(b) for b in ce.legal_actions(s)]
+            if len(legal) < 2:
+                continue
+            mover = int(s.to_move)
+            after = [ce.apply_action(s, b) for b in legal]
+            base = int(np.random.default_rng([seed, g, i]).integers(SEED_HIGH // 2))
+            pick = _playout_judge(after, mover, playouts, base)
+            score = _playout_judge(after, mover, playouts, base + SEED_HIGH // 2)
+            best = score[int(np.argmax(pick))]
+            rows.append((game["agents"][("red", "blue")[mover]], sum(ce.connected_counts(s)),
+                         float(best - score[legal.index(int(a))]), float(best - score.mean())))
+    return rows
+
+
 def cost(specs: list[str], games: list[dict], positions: int, seed: int = 0) -> dict[str, list[tuple[int, float]]]:
     """{spec: [(connected satellites, CPU seconds of its move)]} on `positions` positions spread over the records
     (`main` runs torch on one thread, as colony-eval's workers do, so that CPU time is the move's own work)."""
@@ -195,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
     c.add_argument("--agents", nargs="+", required=True, help="agent specs (colony-eval's)")
     c.add_argument("--positions", type=int, default=200, help="positions to time each agent on (default 200)")
+    ch = sub.add_parser("choices", help="late moves played, judged by a one-ply look with random playouts")
+    ch.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    ch.add_argument("--from", dest="from_connected", type=int, default=17,
+                    help="only positions with this many connected satellites or more (default 17)")
+    ch.add_argument("--playouts", type=int, default=64, help="random playouts per move and judge (default 64)")
     p = sub.add_parser("sample", help="the values table on a colony-zero resume point's own replay sample")
     p.add_argument("point", help="a resume point file (colony-zero --export-resume)")
     p.add_argument("--network", help="judge with this checkpoint instead of the resume point's own network")
@@ -214,6 +263,20 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
         _print_values(np.array(sample_values(args.point, args.network), np.float64))
         return 0
     games = _games(args.records)
+    if args.command == "choices":
+        if args.playouts < 1 or not 0 <= args.from_connected <= 23:
+            ap.error("--playouts must be >= 1 and --from in 0..23 (23 connected satellites end the game, R6.2.1)")
+        rows = choices(games, args.from_connected, args.playouts)
+        if not rows:
+            print("endgame_probe: the records hold no such position with a choice", file=sys.stderr)
+            return 2
+        print("agent                                    connected  positions  regret of its moves  of a random move")
+        for agent in sorted({r[0] for r in rows}):
+            for lo, hi in PHASES:
+                x = np.array([r[2:] for r in rows if r[0] == agent and lo <= r[1] <= hi], np.float64).reshape(-1, 2)
+                if len(x):
+                    print(f"{agent:40s} {f'{lo}-{hi}':>9}  {len(x):9d}  {x[:, 0].mean():19.3f}  {x[:, 1].mean():16.3f}")
+        return 0
     if args.command == "cost":
         from colony_training.eval.agent_specs import AgentSpecError
 

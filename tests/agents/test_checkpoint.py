@@ -343,3 +343,19 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     bad.write_text("not json\n")
     with pytest.raises(SystemExit, match="line 1 is not a game record"):
         probe.main(["results", str(bad), "--agent", "rnd"])
+    # choices: one row per second late position with a choice, the mover's name, reproducible
+    games = probe._games([str(path)])
+    want_rows = []
+    for game in games:
+        for i, s, _ in probe._positions(game):
+            if i % 2 == 0 and sum(ce.connected_counts(s)) >= 15 and len(ce.legal_actions(s)) > 1:
+                want_rows.append((game["agents"][("red", "blue")[int(s.to_move)]], sum(ce.connected_counts(s))))
+    rows = probe.choices(games, 15, 8)
+    assert [r[:2] for r in rows] == want_rows and len(rows) > 20
+    assert rows == probe.choices(games, 15, 8)
+    assert np.mean([r[3] for r in rows]) > 0  # a random move is worse than the judged best on average
+    assert probe.main(["choices", str(path), "--from", "15", "--playouts", "4"]) == 0
+    assert {line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]} == {"rnd", "other"}
+    with pytest.raises(SystemExit):
+        probe.main(["choices", str(path), "--from", "24"])
+    assert "--from in 0..23" in capsys.readouterr().err
