@@ -179,7 +179,8 @@ def _playout_judge(after: list[GameState], mover: int, playouts: int, seed: int)
     return out
 
 
-def choices(games: list[dict], from_connected: int, playouts: int, seed: int = 0) -> list[tuple[str, int, float, float]]:
+def choices(games: list[dict], from_connected: int, playouts: int,
+            seed: int = 0) -> list[tuple[str, int, float, float]]:
     """(agent, connected satellites, regret of the move played, mean regret of a random legal move) at every
     second position with a choice from `from_connected` on; judges as the module docstring says."""
     rows = []
