@@ -32,7 +32,7 @@ legal move: how much a one-ply look with playouts finds wrong with each agent's 
 
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
-docs/zero.md ("Where the agent loses")
+docs/zero.md ("Where the agent loses"; `choices` in "Playouts from 12 connected satellites")
 has one run of each.
 """
 
