@@ -343,6 +343,10 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     bad.write_text("not json\n")
     with pytest.raises(SystemExit, match="line 1 is not a game record"):
         probe.main(["results", str(bad), "--agent", "rnd"])
+    broken = dict(records[0], actions=[*records[0]["actions"][:3], 99999])
+    bad.write_text(json.dumps(broken) + "\n")
+    with pytest.raises(SystemExit, match="^endgame_probe: a game record does not replay: action 99999 .*R8"):
+        probe.main(["choices", str(bad), "--from", "0"])
     # choices: one row per second late position with a choice, the mover's name, reproducible
     games = probe._games([str(path)])
     want_rows = []
