@@ -47,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 import colony_env as ce
-from colony_env.agents._search import rollout_mover_means, winning_action
+from colony_env.agents._search import rollout_mover_means, rollout_values, winning_action
 from colony_env.agents.az import SEED_HIGH
 from colony_env.engine import GameState
 
@@ -171,16 +171,10 @@ def _print_values(rows: np.ndarray) -> None:
 
 
 def _playout_judge(after: list[GameState], mover: int, playouts: int, seed: int) -> np.ndarray:
-    """float64[n]: each position's value for `mover`: its result if over, else the mean of `playouts` random
-    playouts (each position's own seed, `seed` + its index)."""
-    out = np.empty(len(after))
-    for k, n in enumerate(after):
-        if n.is_over:
-            out[k] = n.rewards()[mover]
-        else:
-            m = float(rollout_mover_means(n._a[None].astype(np.int32), playouts, seed + k)[0])
-            out[k] = m if int(n.to_move) == mover else -m
-    return out
+    """float64[n]: each position's mean result of `playouts` random playouts for `mover` (exact where it is
+    over; each position's own seed, `seed` + its index)."""
+    sign = 1.0 if mover == 0 else -1.0
+    return np.array([sign * rollout_values(n._a, playouts, seed + k) for k, n in enumerate(after)])
 
 
 def choices(games: list[dict], from_connected: int, playouts: int,
@@ -190,7 +184,8 @@ def choices(games: list[dict], from_connected: int, playouts: int,
     rows = []
     for g, game in enumerate(games):
         for i, s, a in _positions(game):
-            if i % 2 or sum(ce.connected_counts(s)) < from_connected:
+            connected = sum(ce.connected_counts(s))
+            if i % 2 or connected < from_connected:
                 continue
             legal = [int(b) for b in ce.legal_actions(s)]
             if len(legal) < 2:
@@ -201,7 +196,7 @@ def choices(games: list[dict], from_connected: int, playouts: int,
             pick = _playout_judge(after, mover, playouts, base)
             score = _playout_judge(after, mover, playouts, base + SEED_HIGH // 2)
             best = score[int(np.argmax(pick))]
-            rows.append((game["agents"][("red", "blue")[mover]], sum(ce.connected_counts(s)),
+            rows.append((game["agents"][("red", "blue")[mover]], connected,
                          float(best - score[legal.index(int(a))]), float(best - score.mean())))
     return rows
 
