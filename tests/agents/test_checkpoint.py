@@ -363,3 +363,66 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     with pytest.raises(SystemExit):
         probe.main(["choices", str(path), "--from", "24"])
     assert "--from in 0..23" in capsys.readouterr().err
+
+
+def test_value_refit_changes_the_value_head_alone(tmp_path: Path, capsys) -> None:
+    """examples/value_refit.py (docs/zero.md, "The value head refitted to games against `mcts:1000`"): fitted to
+    recorded games and a resume point's sample, only the value head's weights move (the policy is the start's,
+    exactly), each epoch is written with the held-out table, and bad input is one line."""
+    import json
+
+    from helpers import load_example, tiny_zero_run
+
+    from colony_training.eval.agent_specs import make_agent
+    from colony_training.eval.records import GameRecord
+    from colony_training.zero import train as zero_train
+
+    refit = load_example("value_refit.py")
+    run = tiny_zero_run(tmp_path / "runs")
+    point = tmp_path / "point.pt"
+    assert zero_train.main(["--export-resume", str(run), str(point), "--resume-positions", "40"]) == 0
+    records = []
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        s0 = s = ce.new_game(seed, max_plies=60)
+        actions = []
+        while not s.is_over:
+            actions.append(int(rng.choice(ce.legal_actions(s))))
+            s = ce.apply_action(s, actions[-1])
+        records.append(GameRecord.from_game(s0, actions, {"red": "a", "blue": "b"}).to_json())
+    fit, held = tmp_path / "fit.jsonl", tmp_path / "held.jsonl"
+    fit.write_text("".join(json.dumps(r) + "\n" for r in records[:3]))
+    held.write_text(json.dumps(records[3]) + "\n")
+    states, results, connected, movers = refit.record_positions([str(fit)])
+    assert len(states) == len(results) == len(connected) == len(movers) > 100
+    assert set(np.unique(results)) <= {-1.0, 0.0, 1.0} and set(movers) == {"a", "b"}
+    rows = refit.by_mover(results, results, connected, movers, up_to=23)  # a "head" that knows the results
+    assert [(name, n) for name, n, _, _ in rows] == [(m, int((movers == m).sum())) for m in ("a", "b")]
+    assert all(v == z for _, _, v, z in rows)
+    start = run / "checkpoints" / "latest.pt"
+    capsys.readouterr()
+    assert refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--anchor", str(point),
+                       "--epochs", "2", "--batch", "32", "--playouts", "2", "--threads", "1",
+                       "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "+ 40 of the anchor's sample" in printed and len(re.findall(r"^epoch \d", printed, re.M)) == 2
+    before, _ = load_model(start)
+    after, data = load_model(tmp_path / "out" / "epoch_1.pt")
+    moved = {n for n, p in before.state_dict().items() if not torch.equal(p, after.state_dict()[n])}
+    assert moved and all(n.startswith(refit.VALUE_PARTS) for n in moved)  # nothing outside the value head
+    assert data["meta"]["value_head"] == "tanh" and data["meta"]["value_refit"]["epoch"] == 1
+    s = ce.new_game(3)
+    for spec in ("checkpoint:{}", "checkpoint:{}:az:4"):  # an ordinary checkpoint for every tool
+        agent = make_agent(spec.format(tmp_path / "out" / "epoch_1.pt"))
+        assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+    with pytest.raises(SystemExit, match="^value_refit: --out .* exists and is not an empty folder"):  # one line
+        refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match=r"^value_refit: --mix 2\.0 is out of range: a number in \[0, 1\]$"):
+        refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--mix", "2", "--out", str(tmp_path / "o2")])
+    ppo = save_checkpoint(tmp_path / "ppo.pt", PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1), {}, {})
+    with pytest.raises(SystemExit, match="^value_refit: .* is not a colony-zero network"):
+        refit.main([str(ppo), "--records", str(fit), "--held-out", str(held), "--out", str(tmp_path / "o3")])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(dict(records[0], actions=[*records[0]["actions"][:3], 99999])) + "\n")
+    with pytest.raises(SystemExit, match="^value_refit: a game record of .* does not replay: action 4 of 4"):
+        refit.main([str(start), "--records", str(bad), "--held-out", str(held), "--out", str(tmp_path / "o4")])
