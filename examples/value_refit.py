@@ -16,11 +16,12 @@ colony-zero resume point's replay sample (its run's own self-play positions, the
 mixed the same way), so that the head keeps fitting the positions its search reaches. After every
 epoch the network is written to `DIR/epoch_K.pt`, and the table of `--held-out` records' positions
 (every third, each judged against its game's result) is printed: mean squared error and how often
-the sign is right, by connected satellites, and below it the mean value and result of those positions by
-the agent to move (up to 16 connected): in games where one colour is always the same agent a head can
-gain by rating that agent's positions apart from what is on the board. `DIR/best.pt` is the epoch with the lowest held-out
-error over all phases; pick it on records that play no part in the evaluation that follows.
-docs/zero.md ("The value head refitted to games against `mcts:1000`") has one run.
+the sign is right, by connected satellites, and below it the mean value and result of those positions
+by the agent to move (up to 16 connected): in games where one colour is always the same agent a head
+can gain by rating that agent's positions apart from what is on the board. `DIR/best.pt` is the epoch
+with the lowest held-out error over all phases; pick it on records that play no part in the evaluation
+that follows. docs/zero.md ("The candidate's search, and the value head refitted to games against
+`mcts:1000`") has one run.
 """
 
 from __future__ import annotations
@@ -174,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, ok, allowed in (("--mix", 0.0 <= args.mix <= 1.0, "a number in [0, 1]"),
                               ("--playouts", args.playouts >= 1, "a whole number >= 1"),
                               ("--epochs", args.epochs >= 1, "a whole number >= 1"),
-                              ("--lr", args.lr > 0, "a number > 0"), ("--batch", args.batch >= 1, "a whole number >= 1"),
+                              ("--lr", args.lr > 0, "a number > 0"),
+                              ("--batch", args.batch >= 1, "a whole number >= 1"),
                               ("--threads", args.threads >= 1, "a whole number >= 1")):
         if not ok:
             raise SystemExit(f"value_refit: {name} {getattr(args, name[2:].replace('-', '_'))!r} is out of range: "

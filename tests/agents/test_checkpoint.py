@@ -366,7 +366,7 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
 
 
 def test_value_refit_changes_the_value_head_alone(tmp_path: Path, capsys) -> None:
-    """examples/value_refit.py (docs/zero.md, "The value head refitted to games against `mcts:1000`"): fitted to
+    """examples/value_refit.py (docs/zero.md, "The candidate's search, and the value head refitted"): fitted to
     recorded games and a resume point's sample, only the value head's weights move (the policy is the start's,
     exactly), each epoch is written with the held-out table, and bad input is one line."""
     import json
@@ -418,7 +418,8 @@ def test_value_refit_changes_the_value_head_alone(tmp_path: Path, capsys) -> Non
     with pytest.raises(SystemExit, match="^value_refit: --out .* exists and is not an empty folder"):  # one line
         refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--out", str(tmp_path / "out")])
     with pytest.raises(SystemExit, match=r"^value_refit: --mix 2\.0 is out of range: a number in \[0, 1\]$"):
-        refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--mix", "2", "--out", str(tmp_path / "o2")])
+        refit.main([str(start), "--records", str(fit), "--held-out", str(held), "--mix", "2",
+                    "--out", str(tmp_path / "o2")])
     ppo = save_checkpoint(tmp_path / "ppo.pt", PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1), {}, {})
     with pytest.raises(SystemExit, match="^value_refit: .* is not a colony-zero network"):
         refit.main([str(ppo), "--records", str(fit), "--held-out", str(held), "--out", str(tmp_path / "o3")])
