@@ -36,7 +36,6 @@ import numpy as np
 import torch
 
 import colony_env as ce
-from colony_env import symmetry
 from colony_env.agents._search import position_seeds, rollout_mover_means_seeded
 from colony_env.observation import OBS_SHAPE
 
@@ -128,16 +127,13 @@ def fit_epoch(model, opt: torch.optim.Optimizer, states: np.ndarray, targets: np
               rng: np.random.Generator) -> float:
     """One pass's worth of minibatches (drawn with replacement), each position in a random board symmetry;
     the mean squared error of tanh(head) against the targets."""
-    from colony_training.augment import AUG_SYMS
+    from colony_training.augment import AUG_SYMS, augment_planes
 
     model.train()
     total, steps = 0.0, max(1, len(states) // batch)
     for _ in range(steps):
         idx = rng.integers(len(states), size=batch)
-        obs = observations(states[idx])
-        gather = symmetry.CELL_GATHER[rng.choice(AUG_SYMS, size=batch)]
-        flat = obs.reshape(batch, obs.shape[1], -1)
-        obs = np.ascontiguousarray(np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(obs.shape))
+        obs = augment_planes(observations(states[idx]), rng.choice(AUG_SYMS, size=batch))
         loss = ((torch.tanh(model.value(torch.from_numpy(obs))) - torch.from_numpy(targets[idx])) ** 2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -21,9 +21,11 @@ def augment(obs: np.ndarray, ids: np.ndarray, syms: np.ndarray) -> tuple[np.ndar
     Slot j of the result is the image of slot j of the input, so a slot sampled in the
     symmetric frame indexes the same canonical action in `ids`.
     """
+    return augment_planes(obs, syms), np.take_along_axis(symmetry.ACTION_MAP[syms], ids, axis=1)
+
+
+def augment_planes(obs: np.ndarray, syms: np.ndarray) -> np.ndarray:
+    """The planes of sample i [N, C, 10, 10] in board symmetry syms[i] (for a fit with no action ids, e.g. a value)."""
     n, c = obs.shape[:2]
     gather = symmetry.CELL_GATHER[syms]  # [N, 100]
-    flat = obs.reshape(n, c, -1)
-    obs_aug = np.take_along_axis(flat, gather[:, None, :], axis=2).reshape(obs.shape)
-    ids_aug = np.take_along_axis(symmetry.ACTION_MAP[syms], ids, axis=1)
-    return obs_aug, ids_aug
+    return np.take_along_axis(obs.reshape(n, c, -1), gather[:, None, :], axis=2).reshape(obs.shape)
