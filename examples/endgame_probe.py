@@ -76,12 +76,13 @@ def _result_for(game: dict, colour: int) -> str:
 
 
 def _positions(game: dict):
-    """(ply, state before it, action played) for every ply of a record, replayed from its initial state."""
+    """(ply, state before it, action played) for every ply of a record, replayed from its initial state
+    (`GameRecord.replay`, which checks every action and the recorded end)."""
+    from colony_training.eval.records import GameRecord, RecordError
+
     try:
-        states = [GameState.from_dict(game["initial_state"])]
-        for a in game["actions"]:
-            states.append(ce.apply_action(states[-1], a))
-    except (KeyError, TypeError, ValueError) as e:  # a damaged record: one line, not a traceback
+        states = GameRecord.from_json(game).replay()
+    except RecordError as e:  # a damaged record: one line, not a traceback
         raise SystemExit(f"endgame_probe: a game record does not replay: {e}") from None
     for i, a in enumerate(game["actions"]):
         yield i, states[i], a

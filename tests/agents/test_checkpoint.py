@@ -345,8 +345,12 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
         probe.main(["results", str(bad), "--agent", "rnd"])
     broken = dict(records[0], actions=[*records[0]["actions"][:3], 99999])
     bad.write_text(json.dumps(broken) + "\n")
-    with pytest.raises(SystemExit, match="^endgame_probe: a game record does not replay: action 99999 .*R8"):
+    replay_error = "^endgame_probe: a game record does not replay: "
+    with pytest.raises(SystemExit, match=replay_error + "action 4 of 4: action 99999 .*R8"):
         probe.main(["choices", str(bad), "--from", "0"])
+    bad.write_text(json.dumps({k: v for k, v in records[0].items() if k != "actions"}) + "\n")
+    with pytest.raises(SystemExit, match=replay_error + r"record is missing field\(s\) \['actions'\]"):
+        probe.main(["results", str(bad), "--agent", "rnd"])
     # choices: one row per second late position with a choice, the mover's name, reproducible
     games = probe._games([str(path)])
     want_rows = []
