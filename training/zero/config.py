@@ -12,6 +12,7 @@ from colony_env.agents.az import ROOTS
 
 from ..config import CHECKPOINT_OR_EMPTY, DEVICE, LADDER_SPECS, RUN_NAME, SEED, Check, Config
 from ..config import at_least, below, key, number_at_least, one_of, positive, share
+from ..runlog import is_file
 
 
 @dataclass
@@ -116,6 +117,19 @@ class ZeroConfig(Config):
         Check(lambda v, c: 0.0 < v <= 1.0, "a number in (0, 1]"),
     )
     max_plies: int = key(400, "Ply limit per game (R6.2.4).", at_least(1))
+    start_records: list[str] = key(
+        [],
+        "Game record files (`colony-eval`'s games.jsonl) whose positions a `start_share` of the self-play games "
+        "start from (training/zero/starts.py); [] = none.",
+        Check(lambda v, c: isinstance(v, str) and is_file(v), "paths of existing game record files", each=True),
+    )
+    start_share: float = key(
+        0.0,
+        "Share of the self-play games that start from a position drawn uniformly from `start_records` (KataGo's "
+        "start positions) instead of a new setup.",
+        share(), Check(lambda v, c: (v > 0) == bool(c.start_records),
+                       "0 without start_records, above 0 with them (the share of games they start)"),
+    )
     rollout_mix: float = key(
         0.0,
         "Leaf value = (1 - mix) * network value + mix * the mean of `rollout_playouts` random playouts "

@@ -109,8 +109,12 @@ def ownership(states: np.ndarray, final: ce.GameState) -> np.ndarray:
 
 def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
                rng: np.random.Generator, value_rollouts: int = 0, fast_config: SearchConfig | None = None,
-               full_search_prob: float = 1.0) -> GameData:
+               full_search_prob: float = 1.0, starts: Sequence[np.ndarray | None] | None = None) -> GameData:
     """Play one self-play game per seed (setup `new_game(seed)`), `parallel` at a time.
+
+    `starts`, aligned with `seeds`, gives a packed position (`GameState.to_array`) that a game
+    starts from instead of its setup (None: the setup; `starts.py`); its stored positions, and its
+    length, begin there.
 
     With `value_rollouts` > 0 every stored position also gets the mean result of that many
     uniformly random playouts from it (`rollout_value`): a value target whose noise shrinks with
@@ -125,15 +129,16 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
     cpu0 = time.process_time()
     full = BatchedSearch(evaluator, search_config)
     fast = BatchedSearch(evaluator, fast_config) if fast_config is not None else None
-    queue = list(seeds)[::-1]
+    queue = list(zip(seeds, starts if starts is not None else [None] * len(seeds)))[::-1]
     slots: list[dict] = []
     finished: list[dict] = []
 
     def start() -> None:
         while queue and len(slots) < parallel:
-            seed = queue.pop()
-            slots.append({"state": ce.new_game(int(seed), max_plies=max_plies), "states": [], "ids": [],
-                          "probs": [], "values": [], "full": []})
+            seed, packed = queue.pop()
+            state = ce.new_game(int(seed), max_plies=max_plies) if packed is None else ce.GameState.from_array(packed)
+            slots.append({"state": state, "first_ply": state.ply, "states": [], "ids": [], "probs": [], "values": [],
+                          "full": []})
 
     start()
     while slots:
@@ -165,7 +170,8 @@ def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], par
         parts.append(GameData(
             states=states, target_ids=np.concatenate(g["ids"]), target_probs=np.concatenate(g["probs"]),
             offsets=np.concatenate([[0], np.cumsum(lengths)]), outcome=outcome,
-            root_value=np.asarray(g["values"], np.float32), game_lengths=np.array([final.ply], np.int32),
+            root_value=np.asarray(g["values"], np.float32),
+            game_lengths=np.array([final.ply - g["first_ply"]], np.int32),
             game_reasons=np.array([END_REASON_CODES[final.end_reason]], np.int8),
             game_winners=np.array([-1 if winner is None else int(winner)], np.int8),
             ownership=ownership(states, final),
@@ -183,7 +189,7 @@ def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: l
                 max_plies: int, rng_seed: int, threads: int, device: str, rollout_mix: float = 0.0,
                 value_rollouts: int = 0, fast_config: SearchConfig | None = None,
                 full_search_prob: float = 1.0, int8: bool = False, rollout_playouts: int = 1,
-                rollout_from: int = 0) -> GameData:
+                rollout_from: int = 0, starts: Sequence[np.ndarray | None] | None = None) -> GameData:
     """Entry point of a self-play process: rebuild the network from plain data (its int8 copy with `int8`
     on the CPU, `quantize.int8_copy`) and play; `rollout_*` shape the leaf values (`agents.leaf_evaluator`)."""
     torch.set_num_threads(threads)
@@ -192,4 +198,4 @@ def worker_play(arch: dict, weights: dict, search_config: SearchConfig, seeds: l
         model = int8_copy(model)
     return play_games(leaf_evaluator(model, device, rollout_mix, rng_seed + 1, playouts=rollout_playouts,
                                      from_connected=rollout_from), search_config, seeds, parallel,
-                      max_plies, np.random.default_rng(rng_seed), value_rollouts, fast_config, full_search_prob)
+                      max_plies, np.random.default_rng(rng_seed), value_rollouts, fast_config, full_search_prob, starts)

@@ -44,6 +44,7 @@ import multiprocessing as mp
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+import colony_env as ce
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
@@ -77,6 +79,7 @@ from .fit import fit
 from .replay import ReplayBuffer, ReplayError, remove_stray_files, shard_path, write_shard
 from .resume_point import DEFAULT_SAMPLE, ResumePointError
 from .selfplay import GameData, concat, play_games, worker_play
+from .starts import generation_starts, load_positions
 
 PROG = "colony-zero"
 _error = functools.partial(report_error, PROG)
@@ -257,6 +260,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
         opt.load_state_dict(resume["optimizer"])
+    positions = load_positions(cfg.start_records, cfg.max_plies) if cfg.start_records else []
     last_done = start - 1
     remove_stray_files(run_dir, last_done)
     log = run_files(run_dir)
@@ -278,7 +282,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
         for gen in range(start, cfg.generations):
             t0 = time.time()
             cpu0 = time.process_time()
-            data = self_play(model, cfg, gen, pool, device)
+            data = self_play(model, cfg, gen, pool, device, positions)
             write_shard(shard_path(run_dir, gen), data)
             buffer.add(data)
             t1 = time.time()
@@ -331,9 +335,11 @@ def _report_lost_nodes(pool: object, reported: int, bar: tqdm) -> int:
 
 
 def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.Executor | RayPool | None,
-              device: torch.device) -> GameData:
-    """One generation's games, split over the workers (each with its own search noise)."""
+              device: torch.device, positions: Sequence[ce.GameState] = ()) -> GameData:
+    """One generation's games, split over the workers (each with its own search noise); a `start_share`
+    of them start from `positions` (`starts.load_positions` of `start_records`)."""
     seeds = game_seeds(cfg, generation)
+    starts = generation_starts(cfg.seed, generation, len(seeds), cfg.start_share, positions)
     rng_seeds = [int(s) for s in np.random.SeedSequence([cfg.seed, generation, 7]).generate_state(cfg.workers)]
     mix = cfg.rollout_mix_at(generation)
     if pool is None:
@@ -341,13 +347,13 @@ def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.
         return play_games(leaf_evaluator(player, device, mix, rng_seeds[0] + 1, playouts=cfg.rollout_playouts,
                                          from_connected=cfg.rollout_from), search_config(cfg), seeds,
                           cfg.parallel_games, cfg.max_plies, np.random.default_rng(rng_seeds[0]), cfg.value_rollouts,
-                          fast_search_config(cfg), cfg.full_search_prob)
+                          fast_search_config(cfg), cfg.full_search_prob, starts)
     weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     chunks = [seeds[w:: cfg.workers] for w in range(cfg.workers)]
     futures = [pool.submit(worker_play, model.architecture(), weights, search_config(cfg), chunk, cfg.parallel_games,
                            cfg.max_plies, rng_seeds[w], cfg.torch_threads, str(device), mix, cfg.value_rollouts,
                            fast_search_config(cfg), cfg.full_search_prob, cfg.selfplay_int8, cfg.rollout_playouts,
-                           cfg.rollout_from)
+                           cfg.rollout_from, starts[w:: cfg.workers])
                for w, chunk in enumerate(chunks) if chunk]
     return concat([f.result() for f in futures])
 
