@@ -52,7 +52,8 @@ def test_the_positions_are_every_unfinished_position_of_the_records_under_the_pl
     positions = load_positions([str(tmp_path / "games.jsonl")], max_plies=50)
     want = [s for states in games for s in states if not s.is_over and s.ply < 50]
     assert len(positions) == len(want) and 0 < len(want) < sum(len(g) for g in games)
-    for got, ref in zip(positions, want):
+    for row, ref in zip(positions, want):
+        got = ce.GameState.from_array(row)
         assert got.max_plies == 50 and ref.max_plies == 400
         d = ref.to_dict()
         d["max_plies"] = 50
@@ -73,7 +74,8 @@ def test_games_start_from_the_given_positions_and_store_from_there(tmp_path):
 
 
 def test_which_games_start_where_is_fixed_by_seed_and_generation(tmp_path):
-    positions = [s for states in write_games(tmp_path / "g.jsonl", [4]) for s in states if not s.is_over]
+    positions = np.stack([s.to_array() for states in write_games(tmp_path / "g.jsonl", [4]) for s in states
+                          if not s.is_over])
     a = generation_starts(5, 2, 200, 0.5, positions)
     b = generation_starts(5, 2, 200, 0.5, positions)
     assert [x is None for x in a] == [x is None for x in b]

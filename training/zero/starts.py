@@ -14,16 +14,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-import colony_env as ce
+from colony_env.constants import I_MAX_PLIES
+from colony_env.engine import check_max_plies
 
 from ..config import ConfigError
 from ..eval.records import RecordError, read_records
 
 
-def load_positions(paths: Sequence[str], max_plies: int) -> list[ce.GameState]:
-    """Every position of the records in `paths` that is not over and has plies left under `max_plies`,
-    re-limited to `max_plies` (R6.2.4), in file and ply order; `ConfigError` (one line) if a file cannot be used."""
-    positions: list[ce.GameState] = []
+def load_positions(paths: Sequence[str], max_plies: int) -> np.ndarray:
+    """The packed states (int32[P, STATE_LEN]) of every position of the records in `paths` that is not over and
+    has plies left under `max_plies`, re-limited to `max_plies` (R6.2.4), in file and ply order; `ConfigError`
+    (one line) if a file cannot be used."""
+    max_plies = check_max_plies(max_plies)
+    positions: list[np.ndarray] = []
     for path in paths:
         try:
             records = read_records(path)
@@ -34,23 +37,21 @@ def load_positions(paths: Sequence[str], max_plies: int) -> list[ce.GameState]:
                 states = rec.replay()
             except RecordError as e:
                 raise ConfigError(f"start_records: {path}: game {n} does not replay: {e}") from None
-            for state in states:
-                if not state.is_over and state.ply < max_plies:
-                    d = state.to_dict()
-                    d["max_plies"] = max_plies
-                    positions.append(ce.GameState.from_dict(d))
+            positions += [s.to_array() for s in states if not s.is_over and s.ply < max_plies]
     if not positions:
         raise ConfigError(f"start_records: {', '.join(paths)} hold no position that is not over")
-    return positions
+    packed = np.stack(positions)
+    packed[:, I_MAX_PLIES] = max_plies  # the field GameState.from_dict sets from "max_plies"
+    return packed
 
 
 def generation_starts(seed: int, generation: int, games: int, share: float,
-                      positions: Sequence[ce.GameState]) -> list[np.ndarray | None]:
-    """For each of a generation's `games`: the packed position it starts from (a uniform draw from
-    `positions`, with probability `share`), or None for a new game; fixed by (seed, generation)."""
-    if share <= 0 or not positions:
+                      positions: np.ndarray | None) -> list[np.ndarray | None]:
+    """For each of a generation's `games`: the packed position it starts from (a uniform draw from the rows
+    of `positions`, with probability `share`), or None for a new game; fixed by (seed, generation)."""
+    if share <= 0 or positions is None or not len(positions):
         return [None] * games
     rng = np.random.default_rng([seed, generation, 11])
     used = rng.random(games) < share
     picks = rng.integers(len(positions), size=games)
-    return [positions[int(p)].to_array() if u else None for u, p in zip(used, picks)]
+    return [positions[int(p)].copy() if u else None for u, p in zip(used, picks)]

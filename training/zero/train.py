@@ -44,7 +44,6 @@ import multiprocessing as mp
 import platform
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +51,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import colony_env as ce
 from colony_env.agents.az import SearchConfig
 from colony_env.observation import OBS_CHANNELS
 
@@ -260,7 +258,7 @@ def train(cfg: ZeroConfig, run_dir: Path, resume: dict[str, Any] | None = None, 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
         opt.load_state_dict(resume["optimizer"])
-    positions = load_positions(cfg.start_records, cfg.max_plies) if cfg.start_records else []
+    positions = load_positions(cfg.start_records, cfg.max_plies) if cfg.start_records else None
     last_done = start - 1
     remove_stray_files(run_dir, last_done)
     log = run_files(run_dir)
@@ -335,7 +333,7 @@ def _report_lost_nodes(pool: object, reported: int, bar: tqdm) -> int:
 
 
 def self_play(model: PolicyValueNet, cfg: ZeroConfig, generation: int, pool: cf.Executor | RayPool | None,
-              device: torch.device, positions: Sequence[ce.GameState] = ()) -> GameData:
+              device: torch.device, positions: np.ndarray | None = None) -> GameData:
     """One generation's games, split over the workers (each with its own search noise); a `start_share`
     of them start from `positions` (`starts.load_positions` of `start_records`)."""
     seeds = game_seeds(cfg, generation)
