@@ -47,19 +47,11 @@ SEED_SALT = 7  # playout seeds: position_seeds(states, SEED_SALT)
 def record_positions(paths: list[str], every: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(packed states int32[P, L], the game's result for each mover float32[P], connected satellites int[P], the
     mover's agent as the record names it str[P]) at every `every`-th ply of the records where the mover has a choice."""
-    from colony_training.eval.records import RecordError, read_records
+    from colony_training.eval.records import RecordError, replayed_games
 
     states, results, connected, movers = [], [], [], []
-    for path in paths:
-        try:
-            records = read_records(path)
-        except RecordError as e:
-            raise SystemExit(f"value_refit: {e}") from None
-        for rec in records:
-            try:
-                replay = rec.replay()
-            except RecordError as e:
-                raise SystemExit(f"value_refit: a game record of {path} does not replay: {e}") from None
+    try:
+        for rec, replay in replayed_games(paths):
             for ply, s in enumerate(replay[:-1]):
                 if ply % every or len(ce.legal_actions(s)) < 2:
                     continue
@@ -68,6 +60,8 @@ def record_positions(paths: list[str], every: int = 1) -> tuple[np.ndarray, np.n
                 states.append(s.to_array())
                 connected.append(sum(ce.connected_counts(s)))
                 movers.append(rec.agents[mover])
+    except RecordError as e:
+        raise SystemExit(f"value_refit: {e}") from None
     if not states:
         raise SystemExit(f"value_refit: no position with a choice in {' '.join(paths)}")
     return (np.stack(states).astype(np.int32), np.asarray(results, np.float32), np.asarray(connected),

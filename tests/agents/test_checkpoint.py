@@ -429,5 +429,5 @@ def test_value_refit_changes_the_value_head_alone(tmp_path: Path, capsys) -> Non
         refit.main([str(ppo), "--records", str(fit), "--held-out", str(held), "--out", str(tmp_path / "o3")])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(dict(records[0], actions=[*records[0]["actions"][:3], 99999])) + "\n")
-    with pytest.raises(SystemExit, match="^value_refit: a game record of .* does not replay: action 4 of 4"):
+    with pytest.raises(SystemExit, match="^value_refit: .*bad.jsonl: game 1 does not replay: action 4 of 4"):
         refit.main([str(start), "--records", str(bad), "--held-out", str(held), "--out", str(tmp_path / "o4")])

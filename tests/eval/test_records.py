@@ -11,7 +11,8 @@ import colony_env as ce
 from colony_env.agents import GreedyAgent, RandomAgent
 from colony_env.render import describe_result
 from colony_training.eval.evaluate import play_game
-from colony_training.eval.records import GameRecord, RecordError, read_records, replay_main, write_records
+from colony_training.eval.records import (GameRecord, RecordError, read_records, replay_main, replayed_games,
+                                          write_records)
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,27 @@ def test_a_record_holds_r9_states(played):
     assert obj["format"] == "colony-game-record" and obj["plies"] == len(actions)
     assert ce.GameState.from_dict(obj["initial_state"]) == initial
     json.dumps(obj)  # plain JSON
+
+
+def test_replayed_games_gives_each_record_with_its_positions_and_names_the_game_that_does_not_replay(tmp_path, played):
+    initial, final, actions = played
+    rec = GameRecord.from_game(initial, actions, {"red": "greedy", "blue": "random"})
+    first = write_records(tmp_path / "a.jsonl", [rec])
+    second = write_records(tmp_path / "b.jsonl", [rec, rec])
+    games = list(replayed_games([first, second]))
+    assert len(games) == 3 and all(r.actions == actions for r, _ in games)
+    assert all(states[0] == initial and states[-1] == final and len(states) == len(actions) + 1 for _, states in games)
+    broken = GameRecord.from_game(initial, actions, {"red": "a", "blue": "b"}).to_json()
+    broken["actions"] = [*broken["actions"][:2], 99999]
+    bad = tmp_path / "c.jsonl"
+    bad.write_text(json.dumps(rec.to_json()) + "\n" + json.dumps(broken) + "\n")
+    seen = []
+    with pytest.raises(RecordError, match=rf"^{bad}: game 2 does not replay: action 3 of 3: action 99999 "):
+        for r, _ in replayed_games([first, bad]):
+            seen.append(r)
+    assert len(seen) == 2  # the games before the broken one came through
+    with pytest.raises(RecordError, match="does not exist"):
+        list(replayed_games([tmp_path / "missing.jsonl"]))
 
 
 def _write_line(tmp_path, obj) -> str:

@@ -26,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import colony_env as ce
 from colony_env.render import describe_result, render_rgb
@@ -250,6 +250,18 @@ def parse_records(text: str, source: str, label: str | None = None) -> list[Game
     if not records:
         raise RecordError(f"{label or source} holds no game records")
     return records
+
+
+def replayed_games(paths: Iterable[str | Path]) -> Iterator[tuple[GameRecord, list[ce.GameState]]]:
+    """Each record of the files in `paths`, in order, with its positions from the initial state to the
+    last (`GameRecord.replay`); `RecordError` (one line) names the file, and the game that does not replay."""
+    for path in paths:
+        for n, rec in enumerate(read_records(path), 1):
+            try:
+                states = rec.replay()
+            except RecordError as e:
+                raise RecordError(f"{path}: game {n} does not replay: {e}") from None
+            yield rec, states
 
 
 # ---------------------------------------------------------------------------------

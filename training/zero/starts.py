@@ -18,7 +18,7 @@ from colony_env.constants import I_MAX_PLIES
 from colony_env.engine import check_max_plies
 
 from ..config import ConfigError
-from ..eval.records import RecordError, read_records
+from ..eval.records import RecordError, replayed_games
 
 
 def load_positions(paths: Sequence[str], max_plies: int) -> np.ndarray:
@@ -27,17 +27,11 @@ def load_positions(paths: Sequence[str], max_plies: int) -> np.ndarray:
     (one line) if a file cannot be used."""
     max_plies = check_max_plies(max_plies)
     positions: list[np.ndarray] = []
-    for path in paths:
-        try:
-            records = read_records(path)
-        except RecordError as e:
-            raise ConfigError(f"start_records: {e}") from None
-        for n, rec in enumerate(records, 1):
-            try:
-                states = rec.replay()
-            except RecordError as e:
-                raise ConfigError(f"start_records: {path}: game {n} does not replay: {e}") from None
+    try:
+        for _, states in replayed_games(paths):
             positions += [s.to_array() for s in states if not s.is_over and s.ply < max_plies]
+    except RecordError as e:
+        raise ConfigError(f"start_records: {e}") from None
     if not positions:
         raise ConfigError(f"start_records: {', '.join(paths)} hold no position that is not over")
     packed = np.stack(positions)
