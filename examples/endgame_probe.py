@@ -5,6 +5,7 @@
     python examples/endgame_probe.py cost RUN/games.jsonl --agents zero:az:200 mcts:1000 --positions 200
     python examples/endgame_probe.py sample checkpoints/resume/zero-pcr-int8.pt [--network NET]
     python examples/endgame_probe.py choices RUN/games.jsonl --from 17 --playouts 64
+    python examples/endgame_probe.py paired RUN_A/games.jsonl RUN_B/games.jsonl --opponent mcts:1000
 
 `results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
 by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
@@ -29,6 +30,11 @@ picks the best move, the second scores it, and a move's regret is the second jud
 best move less its value of the move (so that the first judge's luck in picking its maximum does not
 count). Per agent and phase it prints the mean regret of the moves played and of a uniformly random
 legal move: how much a one-ply look with playouts finds wrong with each agent's late moves.
+
+`paired` compares two agents that played the same opponent on the same games (two `colony-eval` runs
+with the same --seed: each game is known by its seed, setup and colours): on the games both runs hold,
+each agent's score, the mean difference game by game with its 95% interval, and how many games each
+won that the other lost. Pairing removes the setups' own luck, which two separate intervals keep.
 
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
@@ -120,6 +126,31 @@ def results(games: list[dict], agent: str) -> dict:
                 worst = "avoidable" if avoidable or worst == "avoidable" else "forced"
         handed[worst or "none"] += 1
     return {"table": table, "handed": handed}
+
+
+def paired(first: list[dict], second: list[dict], opponent: str) -> dict:
+    """On the games both record sets played against `opponent` with the same (seed, setup, colours): the number
+    of games `n`, each side's mean score, the mean difference `diff` and its 95% half-width `ci`, and the games
+    each side won that the other lost (`first_only`, `second_only`)."""
+    def scores(games: list[dict]) -> dict[tuple, float]:
+        out = {}
+        for g in games:
+            names, meta = g["agents"], g.get("meta") or {}
+            if opponent not in names.values() or names["red"] == names["blue"]:
+                continue
+            colour = 1 if names["red"] == opponent else 0
+            out[(meta.get("seed"), meta.get("setup"), meta.get("swapped"))] = {"W": 1.0, "D": 0.5, "L": 0.0}[
+                _result_for(g, colour)]
+        return out
+
+    a, b = scores(first), scores(second)
+    keys = sorted(set(a) & set(b), key=repr)
+    d = np.array([a[k] - b[k] for k in keys], np.float64)
+    return {"n": len(keys), "first": float(np.mean([a[k] for k in keys])) if keys else float("nan"),
+            "second": float(np.mean([b[k] for k in keys])) if keys else float("nan"),
+            "diff": float(d.mean()) if len(d) else float("nan"),
+            "ci": float(1.96 * d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan"),
+            "first_only": int((d == 1).sum()), "second_only": int((d == -1).sum())}
 
 
 def values(checkpoint: str, games: list[dict], seed: int = 0) -> list[tuple]:
@@ -245,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     ch.add_argument("--from", dest="from_connected", type=int, default=17,
                     help="only positions with this many connected satellites or more (default 17)")
     ch.add_argument("--playouts", type=int, default=64, help="random playouts per move and judge (default 64)")
+    pa = sub.add_parser("paired", help="two agents' scores against one opponent on the same games, game by game")
+    pa.add_argument("first", help="games.jsonl of the first agent's colony-eval run")
+    pa.add_argument("second", help="games.jsonl of the second agent's run, with the same --seed")
+    pa.add_argument("--opponent", required=True, help="the opponent's spec, as the records name it (e.g. mcts:1000)")
     p = sub.add_parser("sample", help="the values table on a colony-zero resume point's own replay sample")
     p.add_argument("point", help="a resume point file (colony-zero --export-resume)")
     p.add_argument("--network", help="judge with this checkpoint instead of the resume point's own network")
@@ -262,6 +297,16 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
     """The chosen subcommand; its tables on stdout, 0, or 2 when there is nothing to show."""
     if args.command == "sample":
         _print_values(np.array(sample_values(args.point, args.network), np.float64))
+        return 0
+    if args.command == "paired":
+        out = paired(_games([args.first]), _games([args.second]), args.opponent)
+        if out["n"] < 2:
+            print(f"endgame_probe: the two runs share {out['n']} game(s) against {args.opponent!r}; pairing needs "
+                  "at least 2 (two colony-eval runs with the same --seed and opponent)", file=sys.stderr)
+            return 2
+        print(f"{out['n']} shared games against {args.opponent}: first {out['first']:.3f}, second {out['second']:.3f}; "
+              f"difference {out['diff']:+.3f} +-{out['ci']:.3f} (95%); the first won {out['first_only']} that the "
+              f"second lost, the second won {out['second_only']} that the first lost")
         return 0
     games = _games(args.records)
     if args.command == "choices":

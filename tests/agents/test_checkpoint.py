@@ -290,6 +290,53 @@ def test_shipped_zero_agent_loads_in_every_form() -> None:
         assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
 
 
+def test_endgame_probe_pairs_two_runs_game_by_game(tmp_path: Path, capsys) -> None:
+    """examples/endgame_probe.py `paired`: two agents against one opponent, scored on the games that share seed,
+    setup and colours (either colour), the mean difference with its interval, and the games one won and the other
+    lost; runs without a shared game are refused on one line."""
+    import json
+
+    from helpers import load_example
+
+    probe = load_example("endgame_probe.py")
+
+    def run(agent: str, outcomes: list[str], seed: int = 7) -> list[dict]:
+        """Records of `agent` against "opp": game i at setup i // 2, colours swapped on odd i; W/D/L for the agent."""
+        games = []
+        for i, o in enumerate(outcomes):
+            names = {"red": "opp", "blue": agent} if i % 2 else {"red": agent, "blue": "opp"}
+            mine = "blue" if i % 2 else "red"
+            result = {"W": mine, "L": "blue" if mine == "red" else "red", "D": "draw"}[o]
+            games.append({"agents": names, "result": result, "end_reason": "grace",
+                          "meta": {"seed": seed, "setup": i // 2, "swapped": i % 2}})
+        return games
+
+    a = run("a", ["W", "W", "L", "D", "W", "W"])
+    b = run("b", ["W", "L", "W", "L", "W", "D"])
+    out = probe.paired(a, b, "opp")
+    diffs = np.array([0, 1, -1, 0.5, 0, 0.5])
+    assert out["n"] == 6 and out["first"] == pytest.approx(4.5 / 6) and out["second"] == pytest.approx(3.5 / 6)
+    assert out["diff"] == pytest.approx(diffs.mean())
+    assert out["ci"] == pytest.approx(1.96 * diffs.std(ddof=1) / np.sqrt(6))
+    assert (out["first_only"], out["second_only"]) == (1, 1)
+    # only the shared games count: b's extra setup and a's games on another seed are left out
+    out = probe.paired(a + run("a", ["L", "L"], seed=8), b + run("b", ["W"] * 8)[6:], "opp")
+    assert out["n"] == 6 and out["diff"] == pytest.approx(diffs.mean())
+    fa, fb = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    fa.write_text("".join(json.dumps(g) + "\n" for g in a))
+    fb.write_text("".join(json.dumps(g) + "\n" for g in b))
+    capsys.readouterr()
+    assert probe.main(["paired", str(fa), str(fb), "--opponent", "opp"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("6 shared games against opp: first 0.750, second 0.583; difference +0.167 +-")
+    assert line.endswith("the first won 1 that the second lost, the second won 1 that the first lost")
+    fb.write_text("".join(json.dumps(g) + "\n" for g in run("b", ["W"] * 6, seed=9)))
+    assert probe.main(["paired", str(fa), str(fb), "--opponent", "opp"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["endgame_probe: the two runs share 0 game(s) against 'opp'; pairing needs at least 2 (two "
+                   "colony-eval runs with the same --seed and opponent)"]
+
+
 def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Path, capsys) -> None:
     """examples/endgame_probe.py (docs/zero.md, "Where the agent loses"): `results` counts each game of the agent
     once under its result and end reason (either colour), finds the lost games where it let the opponent win at
