@@ -132,10 +132,16 @@ def paired(first: list[dict], second: list[dict], opponent: str) -> dict:
     """On the games both record sets played against `opponent` with the same (seed, setup, colours): the number
     of games `n`, each side's mean score, the mean difference `diff` and its 95% half-width `ci`, and the games
     each side won that the other lost (`first_only`, `second_only`)."""
+    from colony_training.eval.records import GameRecord, RecordError
+
     def scores(games: list[dict]) -> dict[tuple, float]:
         out = {}
         for g in games:
-            names, meta = g["agents"], g.get("meta") or {}
+            try:
+                rec = GameRecord.from_json(g)  # the fields' shapes: a damaged record is one line, not a KeyError
+            except RecordError as e:
+                raise SystemExit(f"endgame_probe: not a game record: {e}") from None
+            names, meta = rec.agents, rec.meta if isinstance(rec.meta, dict) else {}
             if opponent not in names.values() or names["red"] == names["blue"]:
                 continue
             colour = 1 if names["red"] == opponent else 0

@@ -307,8 +307,8 @@ def test_endgame_probe_pairs_two_runs_game_by_game(tmp_path: Path, capsys) -> No
             names = {"red": "opp", "blue": agent} if i % 2 else {"red": agent, "blue": "opp"}
             mine = "blue" if i % 2 else "red"
             result = {"W": mine, "L": "blue" if mine == "red" else "red", "D": "draw"}[o]
-            games.append({"agents": names, "result": result, "end_reason": "grace",
-                          "meta": {"seed": seed, "setup": i // 2, "swapped": i % 2}})
+            games.append({"agents": names, "result": result, "end_reason": "grace", "actions": [],
+                          "initial_state": {}, "meta": {"seed": seed, "setup": i // 2, "swapped": i % 2}})
         return games
 
     a = run("a", ["W", "W", "L", "D", "W", "W"])
@@ -335,6 +335,9 @@ def test_endgame_probe_pairs_two_runs_game_by_game(tmp_path: Path, capsys) -> No
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["endgame_probe: the two runs share 0 game(s) against 'opp'; pairing needs at least 2 (two "
                    "colony-eval runs with the same --seed and opponent)"]
+    fb.write_text(json.dumps({k: v for k, v in b[0].items() if k != "agents"}) + "\n")
+    with pytest.raises(SystemExit, match=r"^endgame_probe: not a game record: record is missing field\(s\) \['agents'\]"):
+        probe.main(["paired", str(fa), str(fb), "--opponent", "opp"])
 
 
 def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Path, capsys) -> None:
