@@ -336,7 +336,8 @@ def test_endgame_probe_pairs_two_runs_game_by_game(tmp_path: Path, capsys) -> No
     assert err == ["endgame_probe: the two runs share 0 game(s) against 'opp'; pairing needs at least 2 (two "
                    "colony-eval runs with the same --seed and opponent)"]
     fb.write_text(json.dumps({k: v for k, v in b[0].items() if k != "agents"}) + "\n")
-    with pytest.raises(SystemExit, match=r"^endgame_probe: not a game record: record is missing field\(s\) \['agents'\]"):
+    missing = r"^endgame_probe: not a game record: record is missing field\(s\) \['agents'\]"
+    with pytest.raises(SystemExit, match=missing):
         probe.main(["paired", str(fa), str(fb), "--opponent", "opp"])
 
 
