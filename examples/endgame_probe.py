@@ -62,6 +62,10 @@ MIXES = (0.0, 0.25, 0.5, 0.75, 1.0)  # share of the playouts' mean in a mixed ju
 
 
 def _games(paths: list[str]) -> list[dict]:
+    """The records of colony-eval `games.jsonl` files, each checked field by field (`GameRecord.from_json`), so
+    that a damaged line is a one-line error naming its file and line, not a KeyError in a subcommand."""
+    from colony_training.eval.records import GameRecord, RecordError
+
     games = []
     for path in paths:
         try:
@@ -70,9 +74,14 @@ def _games(paths: list[str]) -> list[dict]:
             raise SystemExit(f"endgame_probe: cannot read {path}: {e.strerror}") from None
         for n, line in enumerate(lines, 1):
             try:
-                games.append(json.loads(line))
+                game = json.loads(line)
             except json.JSONDecodeError:
                 raise SystemExit(f"endgame_probe: {path} line {n} is not a game record (JSON)") from None
+            try:
+                GameRecord.from_json(game)
+            except RecordError as e:
+                raise SystemExit(f"endgame_probe: {path} line {n} is not a game record: {e}") from None
+            games.append(game)
     return games
 
 
@@ -132,16 +141,10 @@ def paired(first: list[dict], second: list[dict], opponent: str) -> dict:
     """On the games both record sets played against `opponent` with the same (seed, setup, colours): the number
     of games `n`, each side's mean score, the mean difference `diff` and its 95% half-width `ci`, and the games
     each side won that the other lost (`first_only`, `second_only`)."""
-    from colony_training.eval.records import GameRecord, RecordError
-
     def scores(games: list[dict]) -> dict[tuple, float]:
         out = {}
-        for g in games:
-            try:
-                rec = GameRecord.from_json(g)  # the fields' shapes: a damaged record is one line, not a KeyError
-            except RecordError as e:
-                raise SystemExit(f"endgame_probe: not a game record: {e}") from None
-            names, meta = rec.agents, rec.meta if isinstance(rec.meta, dict) else {}
+        for g in games:  # checked by `_games`
+            names, meta = g["agents"], g.get("meta") if isinstance(g.get("meta"), dict) else {}
             if opponent not in names.values() or names["red"] == names["blue"]:
                 continue
             colour = 1 if names["red"] == opponent else 0

@@ -336,7 +336,7 @@ def test_endgame_probe_pairs_two_runs_game_by_game(tmp_path: Path, capsys) -> No
     assert err == ["endgame_probe: the two runs share 0 game(s) against 'opp'; pairing needs at least 2 (two "
                    "colony-eval runs with the same --seed and opponent)"]
     fb.write_text(json.dumps({k: v for k, v in b[0].items() if k != "agents"}) + "\n")
-    missing = r"^endgame_probe: not a game record: record is missing field\(s\) \['agents'\]"
+    missing = r"^endgame_probe: .*b\.jsonl line 1 is not a game record: record is missing field\(s\) \['agents'\]"
     with pytest.raises(SystemExit, match=missing):
         probe.main(["paired", str(fa), str(fb), "--opponent", "opp"])
 
@@ -400,7 +400,12 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     with pytest.raises(SystemExit, match=replay_error + "action 4 of 4: action 99999 .*R8"):
         probe.main(["choices", str(bad), "--from", "0"])
     bad.write_text(json.dumps({k: v for k, v in records[0].items() if k != "actions"}) + "\n")
-    with pytest.raises(SystemExit, match=replay_error + r"record is missing field\(s\) \['actions'\]"):
+    missing = r"^endgame_probe: .*bad\.jsonl line 1 is not a game record: record is missing field\(s\) \['actions'\]"
+    for command in (["results", str(bad), "--agent", "rnd"], ["choices", str(bad)]):
+        with pytest.raises(SystemExit, match=missing):  # checked on reading, before any subcommand uses it
+            probe.main(command)
+    bad.write_text(json.dumps({k: v for k, v in records[0].items() if k != "agents"}) + "\n")
+    with pytest.raises(SystemExit, match=missing.replace("actions", "agents")):  # was a KeyError in `results`
         probe.main(["results", str(bad), "--agent", "rnd"])
     # choices: one row per second late position with a choice, the mover's name, reproducible
     games = probe._games([str(path)])
