@@ -276,11 +276,13 @@ def test_az_spec_parsing():
     assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {**AZ_LEAF_DEFAULT, "bf16": True}
     assert dict(parse_agent_spec("zero:az:200:rn=4").az_options) == {**AZ_LEAF_DEFAULT, "rollout_playouts": 4}
     assert dict(parse_agent_spec("zero:az:200:r=0").az_options) == {"rollout_mix": 0.0}
+    assert dict(parse_agent_spec("zero:az:200:cs=0.05").az_options) == {**AZ_LEAF_DEFAULT, "c_scale": 0.05}
     for bad in ("checkpoint:a.pt:az:5:bf16=1", "checkpoint:a.pt:az:5:bf17"):
         with pytest.raises(AgentSpecError, match="bf16 \\(bfloat16 convolutions\\)"):
             parse_agent_spec(bad)
     for bad in ("checkpoint:a.pt:az:0", "checkpoint:a.pt:az:x", "checkpoint:a.pt:az:5:zz", "checkpoint::az:5",
-                "checkpoint:a.pt:az:5:c=-1", "checkpoint:a.pt:az:5:r=1.5", "checkpoint:a.pt:az:5:r=-0.1"):
+                "checkpoint:a.pt:az:5:c=-1", "checkpoint:a.pt:az:5:r=1.5", "checkpoint:a.pt:az:5:r=-0.1",
+                "checkpoint:a.pt:az:5:cs=-1", "checkpoint:a.pt:az:5:cs=x"):
         with pytest.raises(AgentSpecError):
             parse_agent_spec(bad)
     with pytest.raises(AgentSpecError, match="not found"):

@@ -11,7 +11,7 @@
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values (random playouts mixed in at late leaves, `AZ_LEAF_DEFAULT`), Gumbel root |
-| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `cs=X` (Gumbel: the weight of completed Q against the prior, `SearchConfig.c_scale`, default 0.1), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
 | `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
 | `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |
 | `ppo`                    | the shipped self-play PPO network (`checkpoints/colony_ppo.pt`) |
@@ -51,14 +51,14 @@ SPEC_HELP = (
     "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
-    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node, "
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:cs=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node, "
     "mixed with random playouts at late leaves unless r= says otherwise)"
 )
 SAMPLE_SUFFIX = ":sample"
 GREEDY_SUFFIX = ":greedy"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
-AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "r": "rollout_mix",
+AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "cs": "c_scale", "r": "rollout_mix",
               "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
 AZ_ROOTS = ("gumbel", "puct")
 AZ_LEAF_DEFAULT = {"rollout_mix": 0.75, "rollout_playouts": 16, "rollout_from": 17}
@@ -129,6 +129,7 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
         if not eq or key not in AZ_OPTIONS:
             raise AgentSpecError(f"checkpoint spec {text!r}: unknown az option {opt!r}; allowed: gumbel, puct, "
                                  f"c=X (PUCT constant), m=K (actions considered), noise=X (Gumbel noise scale), "
+                                 f"cs=X (Gumbel: weight of Q against the prior), "
                                  f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), "
                                  f"rfrom=K (only leaves with K+ connected satellites), decisive=0|1 (decisive moves), "
                                  f"bf16 (bfloat16 convolutions), int8 (int8 trunk)")
