@@ -85,6 +85,28 @@ def test_refit_writes_a_playable_checkpoint_and_resumes_exactly(greedy_input, so
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_refit_init_fits_a_trained_network_on(source_run, tmp_path):
+    """--init starts from a trained network (its shape, inputs and weights) and records it as the ancestor."""
+    first = tmp_path / "first"
+    assert refit_mod.main([str(source_run), "--out", str(first), *SMALL, "--greedy-input"]) == 0
+    start = _weights(first / "refit.pt")
+    on = tmp_path / "on"
+    argv = ["--samples", "64", "--save-every", "64", "--threads", "1", "--no-progress"]
+    assert refit_mod.main([str(source_run), "--out", str(on), "--init", str(first / "refit.pt"),
+                           "--learning-rate", "1e-9", *argv]) == 0
+    data = read_checkpoint(on / "refit.pt")
+    assert (data["architecture"]["channels"], data["architecture"]["blocks"]) == (8, 1)  # the init's, not 64 x 4
+    assert data["architecture"]["heuristic_prior"] == 1 and data["config"]["channels"] == 8
+    assert data["meta"]["init_from"]["path"] == str(first / "refit.pt") and data["meta"]["samples"] == 64
+    moved = [float((data["model"][k] - start[k]).abs().max()) for k in start]
+    assert max(moved) < 1e-5 and data["model"].keys() == start.keys()  # a tiny step: still the init's weights
+    fresh = tmp_path / "fresh"
+    argv = [*argv, "--channels", "8", "--blocks", "1", "--seed", "1"]
+    assert refit_mod.main([str(source_run), "--out", str(fresh), *argv]) == 0
+    other = _weights(fresh / "refit.pt")
+    assert max(float((other[k] - start[k]).abs().max()) for k in start.keys() & other.keys()) > 1e-3  # random start
+
+
 def test_refit_errors_are_one_line(source_run, tmp_path, capsys):
     one_shard = tmp_path / "one"
     (one_shard / "replay").mkdir(parents=True)
@@ -97,6 +119,9 @@ def test_refit_errors_are_one_line(source_run, tmp_path, capsys):
         (["--score", str(tmp_path / "missing.pt")], "--score needs"),
         ([str(source_run), "--score", str(tmp_path / "missing.pt")], "missing.pt"),
         ([str(source_run), "--out", str(tmp_path / "o3"), "--rollout-value-mix", "2"], "rollout_value_mix"),
+        ([str(source_run), "--out", str(tmp_path / "o4"), "--init", str(tmp_path / "none.pt")], "none.pt"),
+        ([str(source_run), "--out", str(tmp_path / "o5"), "--init", str(tmp_path / "none.pt"), "--channels", "8"],
+         "leave out --channels, --blocks and --greedy-input"),
     ]
     for argv, message in cases:
         assert refit_mod.main([*argv, "--no-progress"]) == 2, argv

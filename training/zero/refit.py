@@ -2,6 +2,8 @@
 
     python -m colony_training.zero.refit runs/zero-A runs/zero-B --channels 64 --blocks 4 --samples 700000 --out runs/refit
     python -m colony_training.zero.refit --resume runs/refit
+    python -m colony_training.zero.refit runs/zero-A --init runs/zero-A/checkpoints/latest.pt --learning-rate 5e-5 \
+        --samples 80000 --out runs/annealed      # a trained network fitted on, at a small learning rate
 
 A colony-zero run's replay shards (`RUN/replay/gen_*.npz`) keep every position it played with
 the search's improved policy, the game's result and the playouts' mean. That is a supervised
@@ -14,7 +16,8 @@ One shard per source run (its newest) is held out: the held-out policy and value
 `metrics.csv` say whether more samples still help. The learning rate falls from
 `--learning-rate` to a tenth of it along a cosine over `--samples`. Every `--save-every`
 samples `checkpoints/latest.pt` is written atomically with the optimizer and generator state,
-so `--resume DIR` continues exactly where a stopped fit was.
+so `--resume DIR` continues exactly where a stopped fit was. `--init CHECKPOINT` starts from a trained
+network (its shape and inputs) instead of random weights: the same schedule then anneals it on the shards.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .replay import ReplayError, make_batch, read_shard, shard_generations, shard_path
 from .selfplay import GameData, concat
+from .train import ancestor_meta
 from .fit import fit, policy_cross_entropy
 
 PROG = "refit"
@@ -103,8 +107,10 @@ def learning_rate(cfg: ZeroConfig, done: int, total: int) -> float:
 
 
 def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: Path,
-          resume: dict[str, Any] | None = None, progress: bool = True, greedy_input: bool = False) -> Path:
-    """Fit (or continue fitting) a network on the runs' shards; returns the path of `refit.pt`."""
+          resume: dict[str, Any] | None = None, progress: bool = True, greedy_input: bool = False,
+          init: tuple[str, dict[str, Any]] | None = None) -> Path:
+    """Fit (or continue fitting) a network on the runs' shards; returns the path of `refit.pt`.
+    `init`: (path, checkpoint dict) of a trained network to start from instead of random weights."""
     torch.set_num_threads(max(1, cfg.torch_threads))
     data, held, selfplay_cpu = load_sources(runs)
     if resume is not None:
@@ -115,8 +121,9 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
         rng.bit_generator.state = resume["rng_state"]
     else:
         torch.manual_seed(cfg.seed)
-        model = PolicyValueNet(OBS_CHANNELS, cfg.channels, cfg.blocks, greedy_input, cfg.target_features,
-                               cfg.ownership_head, cfg.global_pool)
+        model = build_model(init[1]) if init is not None else PolicyValueNet(
+            OBS_CHANNELS, cfg.channels, cfg.blocks, greedy_input, cfg.target_features, cfg.ownership_head,
+            cfg.global_pool)
         done, cpu, rng = 0, 0.0, np.random.default_rng(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     if resume is not None:
@@ -126,6 +133,7 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
     bar = tqdm(total=samples, initial=done, desc=PROG, unit="sample", unit_scale=True, disable=not progress,
                dynamic_ncols=True)
     meta: dict[str, Any] = dict(resume["meta"]) if resume is not None else {}
+    ancestor = meta.get("init_from") if resume is not None else (ancestor_meta(*init) if init is not None else None)
     try:
         while done < samples:
             cpu0 = time.process_time()
@@ -141,6 +149,8 @@ def refit(cfg: ZeroConfig, runs: list[str], samples: int, save_every: int, out: 
                     "fit_cpu_seconds": cpu, "source_selfplay_cpu_seconds": selfplay_cpu,
                     "hardware": f"{platform.machine()} {platform.processor() or ''}".strip(),
                     "torch": str(torch.__version__), "python": platform.python_version()}
+            if ancestor is not None:
+                meta["init_from"] = ancestor
             save_checkpoint(out / "checkpoints" / "latest.pt", model, cfg.to_dict(), meta,
                             {"optimizer": opt.state_dict(), "samples_done": done, "rng_state": rng.bit_generator.state,
                              "refit": {"samples": samples, "save_every": save_every}})
@@ -163,8 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources and settings)")
     p.add_argument("--score", metavar="CHECKPOINT", action="append", default=[],
                    help="print CHECKPOINT's losses on the RUNs' held-out shards and exit (repeatable; writes nothing)")
-    p.add_argument("--channels", type=int, default=64, help="trunk width (default 64)")
-    p.add_argument("--blocks", type=int, default=4, help="residual blocks (default 4)")
+    p.add_argument("--init", metavar="CHECKPOINT", help="start from this trained network instead of random weights "
+                   "(its shape and inputs; not with --channels, --blocks or --greedy-input)")
+    p.add_argument("--channels", type=int, help="trunk width (default 64)")
+    p.add_argument("--blocks", type=int, help="residual blocks (default 4)")
     p.add_argument("--greedy-input", action="store_true",
                    help="add the greedy agent's score of each move to the logits, as colony_ppo.pt and colony_zero.pt "
                    "do (a heuristic input; without it the network sees only the observation planes)")
@@ -182,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 @console_script
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    init = None
     try:
         if args.score:
             if not args.runs:
@@ -213,7 +226,15 @@ def main(argv: list[str] | None = None) -> int:
                 return _error("give the source RUN directories and --out DIR (or --resume DIR)")
             if args.samples < 1 or args.save_every < 1 or args.threads < 1:
                 return _error("--samples, --save-every and --threads must be positive integers")
-            cfg = ZeroConfig(channels=args.channels, blocks=args.blocks, learning_rate=args.learning_rate,
+            if args.init:
+                if args.channels is not None or args.blocks is not None or args.greedy_input:
+                    return _error("--init takes the network's shape and inputs from its checkpoint; leave out "
+                                  "--channels, --blocks and --greedy-input")
+                init = (args.init, read_checkpoint(args.init))
+                shape = build_model(init[1])
+                args.channels, args.blocks = shape.channels, shape.blocks
+            cfg = ZeroConfig(channels=64 if args.channels is None else args.channels,
+                             blocks=4 if args.blocks is None else args.blocks, learning_rate=args.learning_rate,
                              rollout_value_mix=args.rollout_value_mix, value_rollouts=1, torch_threads=args.threads,
                              seed=args.seed).finalize()
             runs, samples, save_every, resume = list(args.runs), args.samples, args.save_every, None
@@ -221,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             if (out / "checkpoints" / "latest.pt").exists():
                 return _error(f"--out {str(out)!r} already holds a fit; continue it with --resume {out}")
         path = refit(cfg, runs, samples, save_every, out, resume, progress=not args.no_progress,
-                     greedy_input=args.greedy_input)
+                     greedy_input=args.greedy_input, init=init)
     except (RefitError, ReplayError, CheckpointError, ConfigError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
