@@ -122,6 +122,9 @@ def test_refit_errors_are_one_line(source_run, tmp_path, capsys):
         ([str(source_run), "--out", str(tmp_path / "o4"), "--init", str(tmp_path / "none.pt")], "none.pt"),
         ([str(source_run), "--out", str(tmp_path / "o5"), "--init", str(tmp_path / "none.pt"), "--channels", "8"],
          "leave out --channels, --blocks and --greedy-input"),
+        (["--resume", str(tmp_path / "o6"), "--init", str(tmp_path / "none.pt"), "--blocks", "2"],
+         "its own sources, network and settings; leave out --init, --blocks"),
+        ([str(source_run), "--resume", str(tmp_path / "o7")], "leave out RUN"),
     ]
     for argv, message in cases:
         assert refit_mod.main([*argv, "--no-progress"]) == 2, argv

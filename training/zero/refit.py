@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 "runs (docs/zero.md).")
     p.add_argument("runs", nargs="*", metavar="RUN", help="colony-zero run directories whose replay/ shards are the data")
     p.add_argument("--out", help="output directory (metrics.csv, checkpoints/latest.pt, refit.pt)")
-    p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources and settings)")
+    p.add_argument("--resume", metavar="DIR", help="continue the fit in DIR (its own sources, network and settings)")
     p.add_argument("--score", metavar="CHECKPOINT", action="append", default=[],
                    help="print CHECKPOINT's losses on the RUNs' held-out shards and exit (repeatable; writes nothing)")
     p.add_argument("--init", metavar="CHECKPOINT", help="start from this trained network instead of random weights "
@@ -208,6 +208,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"({min(VALIDATION_SAMPLES, held.n_positions)} of {held.n_positions} positions)")
             return 0
         if args.resume:
+            fresh = [name for name, given in (("RUN", args.runs), ("--out", args.out), ("--init", args.init),
+                                              ("--channels", args.channels is not None),
+                                              ("--blocks", args.blocks is not None),
+                                              ("--greedy-input", args.greedy_input)) if given]
+            if fresh:
+                return _error(f"--resume continues a fit with its own sources, network and settings; leave out "
+                              f"{', '.join(fresh)}")
             out = Path(args.resume)
             latest = out / "checkpoints" / "latest.pt"
             if not latest.is_file():
