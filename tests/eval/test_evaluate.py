@@ -273,7 +273,7 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert isinstance(late_default, RolloutMixEvaluator) and isinstance(late_default.inner, NetworkEvaluator)
     assert (late_default.mix, late_default.playouts, late_default.from_connected) == (0.75, 16, 17)
     assert isinstance(make_agent(spec + ":az:6:r=0").inner.search.evaluator, NetworkEvaluator)  # r=0: none
-    assert az.inner.search.config.c_scale == 0.1  # cs=X: Gumbel's weight of completed Q against the prior
+    assert az.inner.search.config.c_scale == 1.0  # AZ_C_SCALE_DEFAULT; cs=X: the weight of completed Q
     assert make_agent(spec + ":az:6:cs=0.3").inner.search.config.c_scale == 0.3
 
     def network(agent):

@@ -19,7 +19,7 @@ from colony_env.observation import OBS_CHANNELS, encode_observation
 from colony_training.agents import NetworkEvaluator, load_policy_agent
 from colony_training.checkpoint import CheckpointError, read_checkpoint
 from colony_training.config import ConfigError, load_config
-from colony_training.eval.agent_specs import AZ_LEAF_DEFAULT, AgentSpecError, make_agent, parse_agent_spec
+from colony_training.eval.agent_specs import AZ_C_SCALE_DEFAULT, AZ_LEAF_DEFAULT, AgentSpecError, make_agent, parse_agent_spec
 from colony_training.eval.evaluate import main as evaluate_main
 from colony_training.model import PolicyValueNet
 from colony_training.zero import train as zero_train
@@ -273,10 +273,11 @@ def test_az_spec_parsing():
     assert spec.path == "a/b.pt" and spec.az_simulations == 50
     assert dict(spec.az_options) == {"root": "puct", "c_puct": 2.0, "max_considered": 8, "gumbel_scale": 0.0,
                                      "rollout_mix": 0.5}
-    assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {**AZ_LEAF_DEFAULT, "bf16": True}
-    assert dict(parse_agent_spec("zero:az:200:rn=4").az_options) == {**AZ_LEAF_DEFAULT, "rollout_playouts": 4}
-    assert dict(parse_agent_spec("zero:az:200:r=0").az_options) == {"rollout_mix": 0.0}
-    assert dict(parse_agent_spec("zero:az:200:cs=0.05").az_options) == {**AZ_LEAF_DEFAULT, "c_scale": 0.05}
+    play = {**AZ_LEAF_DEFAULT, "c_scale": AZ_C_SCALE_DEFAULT}  # what az:N plays with unless told otherwise
+    assert dict(parse_agent_spec("zero:az:200:BF16").az_options) == {**play, "bf16": True}
+    assert dict(parse_agent_spec("zero:az:200:rn=4").az_options) == {**play, "rollout_playouts": 4}
+    assert dict(parse_agent_spec("zero:az:200:r=0").az_options) == {"rollout_mix": 0.0, "c_scale": 1.0}
+    assert dict(parse_agent_spec("zero:az:200:cs=0.05").az_options) == {**play, "c_scale": 0.05}
     for bad in ("checkpoint:a.pt:az:5:bf16=1", "checkpoint:a.pt:az:5:bf17"):
         with pytest.raises(AgentSpecError, match="bf16 \\(bfloat16 convolutions\\)"):
             parse_agent_spec(bad)
