@@ -19,7 +19,8 @@ from colony_env.observation import OBS_CHANNELS, encode_observation
 from colony_training.agents import NetworkEvaluator, load_policy_agent
 from colony_training.checkpoint import CheckpointError, read_checkpoint
 from colony_training.config import ConfigError, load_config
-from colony_training.eval.agent_specs import AZ_C_SCALE_DEFAULT, AZ_LEAF_DEFAULT, AgentSpecError, make_agent, parse_agent_spec
+from colony_training.eval.agent_specs import (AZ_C_SCALE_DEFAULT, AZ_LEAF_DEFAULT, AgentSpecError, make_agent,
+                                              parse_agent_spec)
 from colony_training.eval.evaluate import main as evaluate_main
 from colony_training.model import PolicyValueNet
 from colony_training.zero import train as zero_train
