@@ -147,6 +147,28 @@ def test_init_from_a_colony_zero_network_leaves_its_ownership_head_out(tmp_path:
     assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
 
 
+def test_global_pool_and_count_inputs_train_in_two_processes_and_load(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`global_pool` and `count_inputs` build the learner (and the helper process's copy) with them; its checkpoints
+    say so, resume keeps them, the file plays as an agent, and a run of the plain trunk refuses it as `init_from`."""
+    run = tmp_path / "r"
+    assert train.main(["--config", str(ROOT / "configs" / "ppo_halfhour.yaml"), "--run-dir", str(run), *TINY,
+                       "--time-limit-minutes", "0", "--global-pool", "true", "--count-inputs", "true"]) == 0
+    data = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert data["architecture"]["global_pool"] == 1 and data["architecture"]["count_inputs"] == 1
+    assert any(k.endswith("pool_fc.weight") for k in data["model"])
+    assert train.main(["--resume", str(run), "--total-steps", "48", "--no-progress"]) == 0
+    again = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert again["meta"]["global_step"] == 48 and again["architecture"] == data["architecture"]
+    agent = load_policy_agent(run / "checkpoints" / "latest.pt", greedy=True)
+    s = ce.new_game(2)
+    assert ce.is_legal(s, agent.act(s, np.random.default_rng(0)))
+    assert train.main(["--config", str(ROOT / "configs" / "ppo_halfhour.yaml"), "--run-dir", str(tmp_path / "p"),
+                       *TINY, "--init-from", str(run / "checkpoints" / "latest.pt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "global_pool: 1 there, 0 here" in err and "count_inputs: 1 there, 0 here" in err and len(err.splitlines()) == 1
+
+
 def test_init_from_another_architecture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *TINY,
                        "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 2

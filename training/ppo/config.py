@@ -70,6 +70,18 @@ class TrainConfig(Config):
         "Add a per-plane projection of the trunk features at each action's landing cell to its logit (model.py); off in old checkpoints.",
     )
 
+    global_pool: bool = key(
+        False,
+        "KataGo's global pooling bias in every residual block: the board-wide mean and max of its activations added "
+        "to every cell (training/model.py; a new network only).",
+    )
+
+    count_inputs: bool = key(
+        False,
+        "Board-wide counts as inputs (training/model.py `count_features`: connected satellites, colonies each side "
+        "controls), which a 3x3 trunk cannot count (a new network only).",
+    )
+
     # --- PPO ---
     learning_rate: float = key(3e-4, "Adam step size at the start of the run.", positive())
     anneal_lr: bool = key(True, "Linearly decay the learning rate to 0 over the run.")

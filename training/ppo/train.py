@@ -77,8 +77,8 @@ def new_learner(cfg: TrainConfig, device: torch.device, planes: int = OBS_CHANNE
                 ) -> tuple[PolicyValueNet, torch.optim.Optimizer]:
     """The config's network on `device`, reading the first `planes` observation planes, in the config's precision,
     and its Adam optimizer (fresh weights)."""
-    model = PolicyValueNet(planes, cfg.channels, cfg.blocks, cfg.heuristic_prior,
-                           cfg.policy_target_features).to(device)
+    model = PolicyValueNet(planes, cfg.channels, cfg.blocks, cfg.heuristic_prior, cfg.policy_target_features,
+                           global_pool=cfg.global_pool, count_inputs=cfg.count_inputs).to(device)
     model.bf16_trunk = resolve_precision(cfg.precision, device)
     return model, torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
 
@@ -423,7 +423,7 @@ def _load_initial_weights(model: PolicyValueNet, path: str, data: dict[str, Any]
     diff = _architecture_diff(model, data, ignore=tuple(_UNTRAINED_HEADS))
     if diff:
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
-                          "heuristic_prior and policy_target_features to match it")
+                          "heuristic_prior, policy_target_features, global_pool and count_inputs to match it")
     dropped = tuple(_UNTRAINED_HEADS.values())
     model.load_state_dict({k: v for k, v in build_model(data).state_dict().items() if not k.startswith(dropped)})
 
