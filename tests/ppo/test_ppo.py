@@ -96,3 +96,52 @@ def test_ppo_loss_is_finite_and_moves_policy_towards_positive_advantage() -> Non
         new_logp = MaskedCategorical(logits, valid).log_prob(slots)
     assert bool((new_logp > old_logp).all())
     assert info.clip_frac >= 0.0 and np.isfinite(info.approx_kl)
+
+
+def test_ownership_targets_label_each_game_at_its_end_in_each_steps_frame() -> None:
+    """`OwnershipTargets` (ownership_coef): every step of a game that ends within the rollout gets who controls each
+    cell's colony at that game's end, from its mover's side, in the symmetry its observation was shown in; the steps
+    of a game still in flight stay unknown. Checked against the same games replayed on the engine, one by one."""
+    import colony_env as ce
+    from colony_env import symmetry
+    from colony_env.constants import I_TO_MOVE
+    from colony_env.frame import to_frame
+    from colony_env.vector import ColonyVectorEnv
+    from colony_training.augment import AUG_SYMS
+    from colony_training.ownership import ownership
+    from colony_training.ppo.train import OwnershipTargets
+
+    n, t_len = 3, 200
+    env = ColonyVectorEnv(n, seed=5, max_plies=90)
+    v = env.reset(seed=5)
+    rng = np.random.default_rng(1)
+    own = OwnershipTargets(t_len, n)
+    games: list[list[list[tuple[int, np.ndarray, int]]]] = [[[]] for _ in range(n)]  # slot -> games -> steps
+    finals: list[list[ce.GameState]] = [[] for _ in range(n)]
+    for t in range(t_len):
+        syms = rng.choice(AUG_SYMS, size=n)
+        actions = env.random_actions(rng)
+        before = env.states.copy()
+        for i in range(n):
+            games[i][-1].append((t, before[i].copy(), int(syms[i])))
+        movers = v.to_move.copy()
+        v, rewards, done, _ = env.step(actions)
+        own.record(t, syms, movers, done, before, actions)
+        for i in np.flatnonzero(done):
+            state = ce.GameState.from_array(before[i])
+            final = ce.apply_action(state, int(to_frame(int(actions[i]), int(before[i][I_TO_MOVE]) == 1)))
+            assert final.is_over and tuple(final.rewards()) == tuple(rewards[i])
+            finals[i].append(final)
+            games[i].append([])
+    labelled = 0
+    for i in range(n):
+        assert len(finals[i]) >= 2  # several games per slot, so the ranges between ends are exercised
+        for g, steps in enumerate(games[i]):
+            for t, state, sym in steps:
+                if g < len(finals[i]):
+                    want = ownership(state[None], finals[i][g])[0][symmetry.CELL_GATHER[sym]]
+                    assert own.known[t, i] and np.array_equal(own.targets[t, i], want)
+                    labelled += int(np.count_nonzero(want) > 0)
+                else:  # the game in flight at the end
+                    assert not own.known[t, i] and not own.targets[t, i].any()
+    assert labelled > 0  # some targets name a controlled colony

@@ -169,6 +169,33 @@ def test_global_pool_and_count_inputs_train_in_two_processes_and_load(tmp_path: 
     assert "global_pool: 1 there, 0 here" in err and "count_inputs: 1 there, 0 here" in err and len(err.splitlines()) == 1
 
 
+def test_ownership_loss_trains_the_head_and_keeps_a_zero_networks_head(tmp_path: Path) -> None:
+    """`ownership_coef` > 0: the learner has the ownership head and logs its loss; started from the shipped zero
+    network it keeps that network's head (learning rate ~0), and from a network without one it starts it fresh."""
+    zero = ROOT / "checkpoints" / "colony_zero.pt"
+    start = read_checkpoint(zero)
+    tiny = list(TINY)
+    tiny[tiny.index("--channels") + 1], tiny[tiny.index("--blocks") + 1] = "64", "4"
+    tiny[tiny.index("--max-plies") + 1] = "12"  # games end within the 8-step rollouts, so targets are known
+    run = tmp_path / "r"
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(run), *tiny,
+                       "--heuristic-prior", "true", "--policy-target-features", "true", "--total-steps", "32",
+                       "--final-eval-games", "0", "--eval-every", "0", "--learning-rate", "1e-12",
+                       "--ownership-coef", "1.0", "--init-from", str(zero)]) == 0
+    data = read_checkpoint(run / "checkpoints" / "latest.pt")
+    assert data["architecture"]["ownership_head"] == 1 and set(data["model"]) == set(start["model"])
+    assert all(torch.allclose(start["model"][k].float(), data["model"][k].float(), atol=1e-5) for k in start["model"])
+    losses = [float(r["ownership_loss"]) for r in _rows(run / "metrics.csv")]
+    assert len(losses) == 2 and max(losses) > 0
+    fresh = tmp_path / "f"
+    tiny[tiny.index("--channels") + 1], tiny[tiny.index("--blocks") + 1] = "32", "3"
+    assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(fresh), *tiny,
+                       "--heuristic-prior", "true", "--policy-target-features", "true", "--total-steps", "16",
+                       "--final-eval-games", "0", "--eval-every", "0", "--ownership-coef", "0.5",
+                       "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 0
+    assert read_checkpoint(fresh / "checkpoints" / "latest.pt")["architecture"]["ownership_head"] == 1
+
+
 def test_init_from_another_architecture_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert train.main(["--config", str(ROOT / "configs" / "quickstart.yaml"), "--run-dir", str(tmp_path / "r"), *TINY,
                        "--init-from", str(ROOT / "checkpoints" / "colony_ppo.pt")]) == 2

@@ -365,7 +365,7 @@ def test_value_reading_follows_each_trainer_and_reaches_the_az_search():
 def test_ownership_targets_follow_the_movers_frame():
     """Who controls each cell's colony at the end (R7.1), +1 for the mover, in the mover's canonical frame."""
     from colony_training.augment import AUG_SYMS
-    from colony_training.zero.selfplay import ownership
+    from colony_training.ownership import ownership
 
     for seed in range(40):
         _, final = random_game(seed)

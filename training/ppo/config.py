@@ -118,6 +118,14 @@ class TrainConfig(Config):
     )
     teacher_steps: int = key(0, "Env steps over which the kickstarting weight decays linearly to 0.", at_least(0))
 
+    ownership_coef: float = key(
+        0.0,
+        "Weight of KataGo's ownership loss (training/ownership.py): the network gets colony-zero's ownership head, "
+        "fitted to who controls each cell's colony at the game's end, at the learner's decisions of the games that "
+        "end within the rollout; 0 = no head.",
+        number_at_least(0),
+    )
+
     lookahead_coef: float = key(
         0.0,
         "Weight of the one-ply lookahead loss (training/ppo/lookahead.py): at a `lookahead_share` of the learner's "

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..model import MaskedCategorical
+from ..ownership import ownership_errors
 
 N_COLOURS = 2
 
@@ -78,6 +79,7 @@ class LossInfo:
     clip_frac: float
     teacher_ce: float = 0.0
     lookahead_ce: float = 0.0  # -log P(kept set) over the rows with lookahead targets (training/ppo/lookahead.py)
+    ownership_loss: float = 0.0  # the ownership head's mean squared error over the rows with a known target
 
 
 def kept_set_loss(log_probs: torch.Tensor, kept: torch.Tensor) -> torch.Tensor:
@@ -110,6 +112,9 @@ def ppo_loss(
     kept: torch.Tensor | None = None,
     lookahead_weight: float = 0.0,
     lookahead_share: float = 1.0,
+    ownership: torch.Tensor | None = None,
+    own_known: torch.Tensor | None = None,
+    ownership_weight: float = 0.0,
 ) -> tuple[torch.Tensor, LossInfo]:
     """The clipped PPO objective (CleanRL's ppo.py) on one minibatch, with masked actions.
 
@@ -120,9 +125,13 @@ def ppo_loss(
     without a target have none) and a positive `lookahead_weight`, `-log P(kept set)` is added, summed over the
     rows and divided by `rows * lookahead_share` (the expected number of rows with a target), so that the loss is
     linear in the rows: two halves of a minibatch weighted by their shares add up to the whole
-    (training/ppo/lookahead.py).
+    (training/ppo/lookahead.py). With `ownership` (int8 [B, 100], training/ownership.py), `own_known` (bool [B]) and a
+    positive `ownership_weight`, the ownership head's squared error is added, summed over the known rows and
+    divided by all rows (linear in the rows too; a row whose game had not ended counts 0).
     """
-    logits, values = model(obs, ids, features, valid=valid)
+    with_own = ownership is not None and ownership_weight > 0
+    out = model(obs, ids, features, valid=valid, with_ownership=with_own)
+    logits, values = out[0], out[1]
     dist = MaskedCategorical(logits, valid)
     logp = dist.log_prob(slots)
     entropy = dist.entropy().mean()
@@ -154,6 +163,12 @@ def ppo_loss(
         with torch.no_grad():
             has = kept.any(-1)
             lookahead_ce = per_row[has].mean() if has.any() else torch.zeros(())
+    own_loss = torch.zeros(())
+    if with_own:
+        errors = torch.where(own_known, ownership_errors(out[2], ownership), torch.zeros(()))
+        loss = loss + ownership_weight * errors.sum() / len(errors)
+        with torch.no_grad():
+            own_loss = errors.sum() / own_known.sum().clamp(min=1)
     info = LossInfo(*(float(x.detach()) for x in (pg_loss, v_loss, entropy, approx_kl, clip_frac, teacher_ce,
-                                                   lookahead_ce)))
+                                                   lookahead_ce, own_loss)))
     return loss, info

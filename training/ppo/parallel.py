@@ -99,7 +99,7 @@ class Helper:
         for key, x in batch.items():
             if x is not None:
                 view = self.batch_buf[key][:size]
-                (view[:, :width] if x.dim() == 2 else view).copy_(x)
+                (view[:, :width] if key in _SLOT_KEYS else view).copy_(x)
                 present.append(key)
         self._send(("batch", size, width, present))
 
@@ -162,6 +162,7 @@ class Helper:
                 "rerun with --processes 1 to train in one process")
 
 
+_SLOT_KEYS = ("ids", "valid", "feats", "teacher", "kept")  # a flat batch's fields with one entry per candidate slot
 _RO_TENSORS = ("obs", "ids", "counts", "slots", "logp", "features", "teacher", "kept")  # Rollout's torch fields
 
 
@@ -193,6 +194,8 @@ def _batch_buffers(cfg: Any, model: PolicyValueNet, size: int) -> dict[str, torc
         "valid": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
         "teacher": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
         "kept": torch.zeros((size, MAX_LEGAL), dtype=torch.bool),
+        "own": torch.zeros((size, BOARD_SIZE * BOARD_SIZE), dtype=torch.int8),
+        "own_known": torch.zeros(size, dtype=torch.bool),
         **{k: torch.zeros(size, dtype=torch.long) for k in ("slots",)},
         **{k: torch.zeros(size) for k in ("logp", "values", "adv", "ret")},
     }
@@ -281,10 +284,10 @@ def _helper_main(conn: Any, cfg: Any, arch: dict[str, int], bf16: bool, seed: in
             elif kind == "batch":
                 _, size, width, present = msg
                 batch = dict.fromkeys(("obs", "ids", "valid", "slots", "feats", "teacher", "kept", "logp", "values",
-                                       "adv", "ret"))
+                                       "adv", "ret", "own", "own_known"))
                 for k in present:
                     view = batch_buf[k][:size]
-                    batch[k] = view[:, :width] if view.dim() == 2 else view
+                    batch[k] = view[:, :width] if k in _SLOT_KEYS else view
             elif kind == "collect":
                 vector_to_parameters(params, model.parameters())
                 stats = GameStats()

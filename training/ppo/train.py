@@ -46,7 +46,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from colony_env import symmetry
+from colony_env.constants import N_CELLS
+from colony_env.engine import GameState, apply_action
+from colony_env.frame import to_frame
 from colony_env.observation import OBS_CHANNELS
+from colony_env.symmetry import IDENTITY
 from colony_env.vector import MAX_LEGAL
 
 from ..augment import AUG_SYMS, augment
@@ -55,6 +60,7 @@ from ..cli import console_script, report_error
 from ..config import ConfigError, config_help, resolve_device, resolve_precision
 from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
+from ..ownership import final_ownership, mover_views
 from ..runlog import RunDir, RunDirBusy, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 from . import parallel
@@ -67,7 +73,7 @@ from .shaping import mover_potential
 METRIC_FIELDS = (
     "iteration", "global_step", "wall_time", "steps_per_s", "learning_rate", "policy_loss", "value_loss",
     "entropy", "approx_kl", "clip_frac", "teacher_ce", "teacher_weight", "explained_var", "games", "mean_game_plies", "pool_games",
-    "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate", "lookahead_ce",
+    "pool_win_rate", "pool_size", "greedy_games", "greedy_win_rate", "lookahead_ce", "ownership_loss",
 )  # fmt: skip
 EVAL_FIELDS = ("iteration", "global_step", "opponent", "games", "win_rate", "draw_rate", "loss_rate", "seconds")
 LOGS = {"metrics.csv": METRIC_FIELDS, "eval.csv": EVAL_FIELDS}  # rewound to the checkpoint on resume
@@ -78,7 +84,8 @@ def new_learner(cfg: TrainConfig, device: torch.device, planes: int = OBS_CHANNE
     """The config's network on `device`, reading the first `planes` observation planes, in the config's precision,
     and its Adam optimizer (fresh weights)."""
     model = PolicyValueNet(planes, cfg.channels, cfg.blocks, cfg.heuristic_prior, cfg.policy_target_features,
-                           global_pool=cfg.global_pool, count_inputs=cfg.count_inputs).to(device)
+                           ownership_head=cfg.ownership_coef > 0, global_pool=cfg.global_pool,
+                           count_inputs=cfg.count_inputs).to(device)
     model.bf16_trunk = resolve_precision(cfg.precision, device)
     return model, torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
 
@@ -117,7 +124,40 @@ class Rollout:
     features: torch.Tensor | None  # float[T, N, MAX_LEGAL]: heuristic feature per slot (heuristic_prior), if on
     teacher: torch.Tensor | None  # bool[T, N, MAX_LEGAL]: the greedy teacher's best slots (teacher.py), if on
     kept: torch.Tensor | None  # bool[T, N, MAX_LEGAL]: the one-ply lookahead's kept slots (lookahead.py), if on
+    ownership: np.ndarray | None  # int8[T, N, 100]: the ownership target in the frame of `obs` (ownership_coef), if on
+    own_known: np.ndarray | None  # bool[T, N]: the step's game ended within the rollout, so its target is known
     bootstrap: np.ndarray  # float32[N, 2]: (V + Phi) of each colour's next decision after the last step
+
+
+class OwnershipTargets:
+    """The ownership targets (training/ownership.py) of one rollout's steps, filled in as their games end.
+
+    A game's final position exists only for the step that ends it (the vector env then starts a new game in
+    the slot), so each slot's steps since its game began (in this rollout) get their targets then, each in
+    the frame its observation was shown in (the mover's canonical frame, then that step's symmetry). Steps of
+    a game still in flight when the rollout ends stay unknown (`known` False) and carry no loss.
+    """
+
+    def __init__(self, t_len: int, n: int) -> None:
+        self.targets = np.zeros((t_len, n, N_CELLS), np.int8)
+        self.known = np.zeros((t_len, n), bool)
+        self.syms = np.zeros((t_len, n), np.int64)
+        self.movers = np.zeros((t_len, n), np.int8)
+        self.first = np.zeros(n, np.int64)  # each slot's first step of its game in flight
+
+    def record(self, t: int, syms: np.ndarray, movers: np.ndarray, done: np.ndarray, before: np.ndarray,
+               actions: np.ndarray) -> None:
+        """Step `t` was shown in `syms`, played by `movers`; where it ended the game (`done`), label the game's steps
+        from `before` (the packed states before the step) and the canonical `actions`."""
+        self.syms[t], self.movers[t] = syms, movers
+        for i in np.flatnonzero(done):
+            state = GameState.from_array(before[i])
+            final = apply_action(state, int(to_frame(int(actions[i]), int(state.to_move) == 1)))
+            steps = np.arange(self.first[i], t + 1)
+            views = mover_views(final_ownership(final), self.movers[steps, i])
+            self.targets[steps, i] = np.take_along_axis(views, symmetry.CELL_GATHER[self.syms[steps, i]], axis=1)
+            self.known[steps, i] = True
+            self.first[i] = t + 1
 
 
 @dataclass
@@ -187,6 +227,7 @@ class SelfPlay:
         teacher_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if teacher else None
         kept_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if cfg.lookahead_coef > 0 else None
         feat_buf = torch.zeros((t_len, n, MAX_LEGAL)) if self.model.heuristic_prior else None
+        own = OwnershipTargets(t_len, n) if cfg.ownership_coef > 0 else None
         use_pool = self.n_pool > 0 and len(pool) > 0
         if use_pool:
             pool.sample_into(self.opponent, self.rng)
@@ -196,10 +237,8 @@ class SelfPlay:
             v = self.vobs
             ids, valid = candidates(v)  # canonical frame
             phi[t] = mover_potential(self.env.states, cfg.shaping_scale)
-            if cfg.augment_symmetry:
-                obs, net_ids = augment(v.obs, ids, self.rng.choice(AUG_SYMS, size=n))
-            else:
-                obs, net_ids = v.obs, ids
+            syms = self.rng.choice(AUG_SYMS, size=n) if cfg.augment_symmetry else np.full(n, IDENTITY)
+            obs, net_ids = augment(v.obs, ids, syms) if cfg.augment_symmetry else (v.obs, ids)
             feats = None
             if feat_buf is not None:
                 feats = greedy_action_features(np.ascontiguousarray(self.env.states), rows, ids.shape[1])
@@ -235,7 +274,11 @@ class SelfPlay:
             logp_buf[t] = logp
             values[t] = value.numpy()
             movers[t] = v.to_move
-            self.vobs, rew, done, _reasons = self.env.step(ids[rows, slots.numpy()])
+            actions = ids[rows, slots.numpy()]
+            before = self.env.states.copy() if own is not None else None
+            self.vobs, rew, done, _reasons = self.env.step(actions)
+            if own is not None:
+                own.record(t, syms, v.to_move, done, before, actions)
             rewards[t] = rew
             dones[t] = done
             self._count_games(done, rew, use_pool, stats)
@@ -248,7 +291,8 @@ class SelfPlay:
         bootstrap[rows, mover] = last_value
         bootstrap[rows, 1 - mover] = -last_value  # zero-sum: the other colour's value of this state
         return Rollout(obs_buf, ids_buf, count_buf, slot_buf, logp_buf, values, movers, dones, rewards, learner,
-                       phi, feat_buf, teacher_buf, kept_buf, bootstrap)
+                       phi, feat_buf, teacher_buf, kept_buf, None if own is None else own.targets,
+                       None if own is None else own.known, bootstrap)
 
     def _greedy_replies(self, v, width: int, slots: torch.Tensor, learner: np.ndarray) -> None:
         """The greedy agent's moves (uniform among its best-scoring ones) where it is to move; not trained on."""
@@ -300,6 +344,8 @@ def flat_batch(ro: Rollout, advantages: np.ndarray, returns: np.ndarray, teacher
         "values": torch.from_numpy(ro.values.reshape(-1))[keep],
         "adv": torch.from_numpy(advantages.reshape(-1))[keep],
         "ret": torch.from_numpy(returns.reshape(-1))[keep],
+        "own": None if ro.ownership is None else torch.from_numpy(ro.ownership.reshape(-1, N_CELLS))[keep],
+        "own_known": None if ro.own_known is None else torch.from_numpy(ro.own_known.reshape(-1))[keep],
     }
     if ro.teacher is not None and teacher_weight > 0:
         batch["teacher"] = ro.teacher.reshape(-1, ro.teacher.shape[-1])[keep][:, :width]
@@ -318,6 +364,7 @@ def minibatch_loss(cfg: TrainConfig, model: PolicyValueNet, batch: dict[str, Any
         rows("adv") if adv is None else adv.to(device), rows("ret"),
         cfg.clip_coef, cfg.clip_vloss, cfg.ent_coef, cfg.vf_coef, cfg.norm_adv if norm_adv is None else norm_adv,
         rows("teacher"), teacher_weight, rows("feats"), rows("kept"), cfg.lookahead_coef, cfg.lookahead_share,
+        rows("own"), rows("own_known"), cfg.ownership_coef,
     )  # fmt: skip
 
 
@@ -398,7 +445,7 @@ _ARCH_KEYS = {"channels": "channels", "blocks": "blocks", "heuristic_prior": "he
               "target_features": "policy_target_features"}  # architecture field -> config key
 
 
-_UNTRAINED_HEADS = {"ownership_head": "ownership."}  # colony-zero's heads that PPO has no loss for -> weight prefix
+_UNTRAINED_HEADS = {"ownership_head": "ownership."}  # optional heads (PPO trains one with ownership_coef) -> weight prefix
 
 
 def _architecture_diff(model: PolicyValueNet, data: dict[str, Any], ignore: tuple[str, ...] = ()) -> str:
@@ -419,13 +466,18 @@ def _start_planes(start: dict[str, Any] | None) -> int:
 
 def _load_initial_weights(model: PolicyValueNet, path: str, data: dict[str, Any]) -> None:
     """`init_from`: the weights of `data`, the checkpoint read from `path`, of the same architecture (optimizer and
-    counters start fresh). A colony-zero network's ownership head, which PPO has no loss for, is left out."""
+    counters start fresh). A colony-zero network's ownership head is left out unless this run trains one
+    (`ownership_coef`); a run that trains one from a file without it starts the head fresh."""
     diff = _architecture_diff(model, data, ignore=tuple(_UNTRAINED_HEADS))
     if diff:
         raise ConfigError(f"init_from {path!r} has another architecture ({diff}); set channels, blocks, "
                           "heuristic_prior, policy_target_features, global_pool and count_inputs to match it")
-    dropped = tuple(_UNTRAINED_HEADS.values())
-    model.load_state_dict({k: v for k, v in build_model(data).state_dict().items() if not k.startswith(dropped)})
+    weights = build_model(data).state_dict()
+    heads = tuple(prefix for flag, prefix in _UNTRAINED_HEADS.items() if not getattr(model, flag))
+    weights = {k: v for k, v in weights.items() if not k.startswith(heads)}  # a head this run has no loss for
+    fresh = {k: v for k, v in model.state_dict().items() if k not in weights}  # a head this run trains, new here
+    assert all(k.startswith(tuple(_UNTRAINED_HEADS.values())) for k in fresh), sorted(fresh)
+    model.load_state_dict({**weights, **fresh})
 
 
 def _read_resume_checkpoint(run_dir: Path) -> dict[str, Any]:

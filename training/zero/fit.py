@@ -14,6 +14,7 @@ from colony_env import symmetry
 
 from ..augment import AUG_SYMS, augment
 from ..model import PolicyValueNet, masked_log_probs
+from ..ownership import ownership_errors
 from ..teacher import greedy_action_features
 from .config import ZeroConfig
 from .replay import make_batch
@@ -63,7 +64,7 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         value_loss = ((torch.tanh(value) - torch.from_numpy(z).to(device)) ** 2).mean()
         loss = policy_loss + cfg.value_loss_coef * value_loss
         if with_own:
-            own_loss = ((torch.tanh(out[2]) - torch.from_numpy(own.astype(np.float32)).to(device)) ** 2).mean()
+            own_loss = ownership_errors(out[2], torch.from_numpy(own).to(device)).mean()
             loss = loss + cfg.ownership_loss_coef * own_loss
             sums["ownership_loss"] += float(own_loss.detach())
         gradient_step(model, opt, loss, cfg.max_grad_norm)

@@ -21,10 +21,11 @@ import torch
 import colony_env as ce
 from colony_env.agents._search import rollout_mover_means
 from colony_env.agents.az import SEED_HIGH, BatchedSearch, SearchConfig
-from colony_env.constants import BOARD_SIZE, END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
+from colony_env.constants import END_REASONS, I_TO_MOVE, N_CELLS, STATE_LEN
 
 from ..agents import leaf_evaluator
 from ..checkpoint import build_model
+from ..ownership import ownership
 from ..quantize import int8_copy
 
 END_REASON_CODES = {None: 0, **{r: i + 1 for i, r in enumerate(END_REASONS)}}
@@ -89,22 +90,6 @@ def outcomes(states: np.ndarray, final: ce.GameState) -> np.ndarray:
     """
     red, blue = final.rewards()
     return np.where(states[:, I_TO_MOVE] == 0, red, blue).astype(np.float32)
-
-
-def ownership(states: np.ndarray, final: ce.GameState) -> np.ndarray:
-    """int8[P, 100]: for each packed state, who controls the colony each cell ends the game in (R7.1).
-
-    +1 the colour to move in that state, -1 the other, 0 no colony or nobody controls it; in
-    that state's canonical frame (blue's view is the transposed board, as in its observation
-    planes), so the target lines up cell for cell with what the network sees.
-    """
-    board = np.zeros(N_CELLS, np.int8)
-    for colony in ce.colonies(final):
-        if colony.controller is not None:
-            for r, c in colony.cells:
-                board[r * BOARD_SIZE + c] = 1 if int(colony.controller) == 0 else -1
-    blue_view = -board.reshape(BOARD_SIZE, BOARD_SIZE).T.reshape(-1)
-    return np.where((states[:, I_TO_MOVE] == 0)[:, None], board[None, :], blue_view[None, :]).astype(np.int8)
 
 
 def play_games(evaluator, search_config: SearchConfig, seeds: Sequence[int], parallel: int, max_plies: int,
