@@ -29,3 +29,9 @@ def augment_planes(obs: np.ndarray, syms: np.ndarray) -> np.ndarray:
     n, c = obs.shape[:2]
     gather = symmetry.CELL_GATHER[syms]  # [N, 100]
     return np.take_along_axis(obs.reshape(n, c, -1), gather[:, None, :], axis=2).reshape(obs.shape)
+
+
+def augment_cells(cells: np.ndarray, syms: np.ndarray) -> np.ndarray:
+    """One plane per sample, flat [N, 100] (e.g. an ownership target), in board symmetry syms[i]: `augment_planes`'s
+    move of the cells, so the plane stays aligned with the observation shown in the same symmetry."""
+    return np.take_along_axis(cells, symmetry.CELL_GATHER[syms], axis=1)

@@ -115,7 +115,8 @@ def test_ownership_targets_label_each_game_at_its_end_in_each_steps_frame() -> N
     env = ColonyVectorEnv(n, seed=5, max_plies=90)
     v = env.reset(seed=5)
     rng = np.random.default_rng(1)
-    own = OwnershipTargets(t_len, n)
+    movers = np.zeros((t_len, n), np.int8)  # the rollout's buffer, filled before each step is recorded
+    own = OwnershipTargets(movers)
     games: list[list[list[tuple[int, np.ndarray, int]]]] = [[[]] for _ in range(n)]  # slot -> games -> steps
     finals: list[list[ce.GameState]] = [[] for _ in range(n)]
     for t in range(t_len):
@@ -124,9 +125,9 @@ def test_ownership_targets_label_each_game_at_its_end_in_each_steps_frame() -> N
         before = env.states.copy()
         for i in range(n):
             games[i][-1].append((t, before[i].copy(), int(syms[i])))
-        movers = v.to_move.copy()
+        movers[t] = v.to_move
         v, rewards, done, _ = env.step(actions)
-        own.record(t, syms, movers, done, before, actions)
+        own.record(t, syms, done, before, actions)
         for i in np.flatnonzero(done):
             state = ce.GameState.from_array(before[i])
             final = ce.apply_action(state, int(to_frame(int(actions[i]), int(before[i][I_TO_MOVE]) == 1)))

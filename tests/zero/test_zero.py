@@ -364,7 +364,7 @@ def test_value_reading_follows_each_trainer_and_reaches_the_az_search():
 
 def test_ownership_targets_follow_the_movers_frame():
     """Who controls each cell's colony at the end (R7.1), +1 for the mover, in the mover's canonical frame."""
-    from colony_training.augment import AUG_SYMS
+    from colony_training.augment import AUG_SYMS, augment_cells, augment_planes
     from colony_training.ownership import ownership
 
     for seed in range(40):
@@ -387,9 +387,12 @@ def test_ownership_targets_follow_the_movers_frame():
         planes = encode_observation(ce.engine._wrap(final._a.copy()), colour)
         occupied = planes[:8].sum(axis=0).reshape(-1) > 0
         assert np.all(occupied[row != 0])
-        for sym in AUG_SYMS:
-            gather = symmetry.CELL_GATHER[sym]
-            assert np.all(occupied[gather][row[gather] != 0])
+        for sym in AUG_SYMS:  # `augment_cells` moves a target as `augment_planes` moves the planes
+            syms = np.array([sym])
+            moved = augment_cells(row[None], syms)[0]
+            assert np.array_equal(moved, row[symmetry.CELL_GATHER[sym]])
+            moved_occupied = augment_planes(planes[None], syms)[0, :8].sum(axis=0).reshape(-1) > 0
+            assert np.all(moved_occupied[moved != 0]) and np.count_nonzero(moved) == np.count_nonzero(row)
 
 
 def test_playout_value_targets_are_the_movers_mean_and_leave_the_games_alone():

@@ -46,7 +46,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from colony_env import symmetry
 from colony_env.constants import N_CELLS
 from colony_env.engine import GameState, apply_action
 from colony_env.frame import to_frame
@@ -54,7 +53,7 @@ from colony_env.observation import OBS_CHANNELS
 from colony_env.symmetry import IDENTITY
 from colony_env.vector import MAX_LEGAL
 
-from ..augment import AUG_SYMS, augment
+from ..augment import AUG_SYMS, augment, augment_cells
 from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_checkpoint
 from ..cli import console_script, report_error
 from ..config import ConfigError, config_help, resolve_device, resolve_precision
@@ -138,24 +137,25 @@ class OwnershipTargets:
     a game still in flight when the rollout ends stay unknown (`known` False) and carry no loss.
     """
 
-    def __init__(self, t_len: int, n: int) -> None:
+    def __init__(self, movers: np.ndarray) -> None:
+        """`movers` int8[T, N]: the rollout's own buffer of who moved at each step, read as the steps are recorded."""
+        t_len, n = movers.shape
+        self.movers = movers
         self.targets = np.zeros((t_len, n, N_CELLS), np.int8)
         self.known = np.zeros((t_len, n), bool)
         self.syms = np.zeros((t_len, n), np.int64)
-        self.movers = np.zeros((t_len, n), np.int8)
         self.first = np.zeros(n, np.int64)  # each slot's first step of its game in flight
 
-    def record(self, t: int, syms: np.ndarray, movers: np.ndarray, done: np.ndarray, before: np.ndarray,
-               actions: np.ndarray) -> None:
-        """Step `t` was shown in `syms`, played by `movers`; where it ended the game (`done`), label the game's steps
-        from `before` (the packed states before the step) and the canonical `actions`."""
-        self.syms[t], self.movers[t] = syms, movers
+    def record(self, t: int, syms: np.ndarray, done: np.ndarray, before: np.ndarray, actions: np.ndarray) -> None:
+        """Step `t` (its mover already in `movers[t]`) was shown in `syms`; where it ended the game (`done`), label the
+        game's steps from `before` (the packed states before the step) and the canonical `actions`."""
+        self.syms[t] = syms
         for i in np.flatnonzero(done):
             state = GameState.from_array(before[i])
             final = apply_action(state, int(to_frame(int(actions[i]), int(state.to_move) == 1)))
             steps = np.arange(self.first[i], t + 1)
             views = mover_views(final_ownership(final), self.movers[steps, i])
-            self.targets[steps, i] = np.take_along_axis(views, symmetry.CELL_GATHER[self.syms[steps, i]], axis=1)
+            self.targets[steps, i] = augment_cells(views, self.syms[steps, i])
             self.known[steps, i] = True
             self.first[i] = t + 1
 
@@ -227,7 +227,7 @@ class SelfPlay:
         teacher_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if teacher else None
         kept_buf = torch.zeros((t_len, n, MAX_LEGAL), dtype=torch.bool) if cfg.lookahead_coef > 0 else None
         feat_buf = torch.zeros((t_len, n, MAX_LEGAL)) if self.model.heuristic_prior else None
-        own = OwnershipTargets(t_len, n) if cfg.ownership_coef > 0 else None
+        own = OwnershipTargets(movers) if cfg.ownership_coef > 0 else None
         use_pool = self.n_pool > 0 and len(pool) > 0
         if use_pool:
             pool.sample_into(self.opponent, self.rng)
@@ -278,7 +278,7 @@ class SelfPlay:
             before = self.env.states.copy() if own is not None else None
             self.vobs, rew, done, _reasons = self.env.step(actions)
             if own is not None:
-                own.record(t, syms, v.to_move, done, before, actions)
+                own.record(t, syms, done, before, actions)
             rewards[t] = rew
             dones[t] = done
             self._count_games(done, rew, use_pool, stats)

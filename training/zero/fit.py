@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from colony_env import symmetry
 
-from ..augment import AUG_SYMS, augment
+from ..augment import AUG_SYMS, augment, augment_cells
 from ..model import PolicyValueNet, masked_log_probs
 from ..ownership import ownership_errors
 from ..teacher import greedy_action_features
@@ -49,7 +48,7 @@ def fit(model: PolicyValueNet, opt: torch.optim.Optimizer, data: GameData, steps
         if cfg.augment_symmetry:
             syms = rng.choice(AUG_SYMS, size=len(idx))
             obs, ids = augment(obs, ids, syms)
-            own = np.take_along_axis(own, symmetry.CELL_GATHER[syms], axis=1)  # moved with the planes
+            own = augment_cells(own, syms)  # moved with the planes
         feats = None
         if model.heuristic_prior:
             feats = torch.from_numpy(greedy_action_features(states, np.arange(len(idx)), ids.shape[1])).to(device)
