@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-
 from ..augment import AUG_SYMS, augment, augment_cells
 from ..model import PolicyValueNet, masked_log_probs
 from ..ownership import ownership_errors
