@@ -29,16 +29,16 @@ from colony_training.eval.evaluate import evaluate
 class SymmetricPolicyAgent(PolicyAgent):
     """`PolicyAgent` whose probabilities are the normalised geometric mean over the colour-keeping symmetries."""
 
-    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray,
-                       feats: np.ndarray | None) -> tuple[np.ndarray, float]:
-        n = len(AUG_SYMS)
-        views, ids = augment(np.repeat(obs[None], n, axis=0), np.repeat(canonical[None].astype(np.int64), n, axis=0),
-                             AUG_SYMS)
-        # a slot's greedy score does not depend on the view
-        feats_t = None if feats is None else torch.from_numpy(np.repeat(feats, n, axis=0))
+    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray, valid: np.ndarray,
+                       feats: torch.Tensor | None) -> tuple[np.ndarray, np.ndarray]:
+        n, b = len(AUG_SYMS), len(obs)
+        # every position in each of the n views: rows [view 0 of all positions, view 1 of all, ...]
+        views, ids = augment(np.tile(obs, (n, 1, 1, 1)), np.tile(canonical, (n, 1)), np.repeat(AUG_SYMS, b))
+        feats_t = None if feats is None else feats.repeat(n, 1)  # a slot's greedy score does not depend on the view
         logits, value = self.model(torch.from_numpy(np.ascontiguousarray(views)), torch.from_numpy(ids), feats_t)
-        probs = torch.softmax(torch.log_softmax(logits.double(), dim=-1).mean(dim=0), dim=-1)
-        return probs.numpy(), float(value.mean())
+        logp = torch.log_softmax(logits.double().masked_fill(~torch.from_numpy(np.tile(valid, (n, 1))), -1e300), -1)
+        mean = logp.view(n, b, -1).mean(dim=0)
+        return torch.softmax(mean, dim=-1).numpy() * valid, value.view(n, b).mean(dim=0).float().numpy()
 
 
 def _widths(text: str) -> list[float]:

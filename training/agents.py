@@ -62,34 +62,48 @@ class PolicyAgent:
         self.greedy = greedy
         self.tie_nats = float(tie_nats)
 
-    @torch.no_grad()
     def policy(self, state: ce.GameState) -> tuple[np.ndarray, np.ndarray, float]:
         """(legal board-frame action ids, their probabilities, value head output) of `state`.
 
         With reward shaping the value head estimates V - Phi for the mover (training/ppo/shaping.py).
         """
-        if state.is_over:
+        return self.policies([state])[0]
+
+    @torch.no_grad()
+    def policies(self, states: list[ce.GameState]) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """`policy` of several positions with one forward pass (float64 probabilities, in board-frame id order)."""
+        if any(s.is_over for s in states):
             raise ValueError("the game is over: no action is legal (R8.4)")
-        colour = state.to_move
-        board_ids = ce.legal_actions(state)
-        canonical = symmetry.board_action_to_canonical(board_ids, colour)
+        board = [ce.legal_actions(s) for s in states]
+        width = max(len(ids) for ids in board)
+        canonical = np.zeros((len(states), width), np.int64)  # padding: id 0, marked invalid
+        for i, (s, ids) in enumerate(zip(states, board)):
+            canonical[i, :len(ids)] = symmetry.board_action_to_canonical(ids, s.to_move)
+        valid = np.arange(width)[None, :] < np.array([len(ids) for ids in board])[:, None]
+        obs = np.stack([observation.encode_observation(s, s.to_move) for s in states])
         feats = None
         if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training
-            feats = greedy_action_features(state._a[None], np.zeros(1, np.int64), len(board_ids))
-        probs, value = self._probabilities(observation.encode_observation(state, colour), canonical, feats)
-        return board_ids, probs, value
+            rows = np.arange(len(states), dtype=np.int64)
+            feats = torch.from_numpy(greedy_action_features(np.stack([s._a for s in states]), rows, width))
+        probs, values = self._probabilities(obs, canonical, valid, feats)
+        return [(ids, probs[i, :len(ids)], float(values[i])) for i, ids in enumerate(board)]
 
-    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray,
-                       feats: np.ndarray | None) -> tuple[np.ndarray, float]:
-        """float64 probabilities of the canonical legal ids and the value head, from the mover's view `obs`
-        [C, 10, 10] (`feats` [1, n]: the greedy scores, for a network with the heuristic input)."""
-        logits, value = self.model(torch.from_numpy(obs)[None], torch.from_numpy(canonical)[None],
-                                   None if feats is None else torch.from_numpy(feats))
-        dist = MaskedCategorical(logits, torch.ones_like(logits, dtype=torch.bool))
-        return dist.probs[0].double().numpy(), float(value[0])
+    def _probabilities(self, obs: np.ndarray, canonical: np.ndarray, valid: np.ndarray,
+                       feats: torch.Tensor | None) -> tuple[np.ndarray, np.ndarray]:
+        """float64 probabilities [B, L] of the canonical ids (0 at invalid slots) and the value head [B], from the
+        movers' views `obs` [B, C, 10, 10] (`feats` [B, L]: the greedy scores, for a network with the heuristic input)."""
+        valid_t = torch.from_numpy(valid)
+        logits, value = self.model(torch.from_numpy(obs), torch.from_numpy(canonical), feats, valid=valid_t)
+        return MaskedCategorical(logits.float(), valid_t).probs.double().numpy(), value.float().numpy()
 
     def act(self, state: ce.GameState, rng: np.random.Generator) -> int:
-        board_ids, probs, _ = self.policy(state)
+        return self.act_batch([state], [rng])[0]
+
+    def act_batch(self, states: list[ce.GameState], rngs: list[np.random.Generator]) -> list[int]:
+        """`act` for several games at once (one forward pass; `colony-eval --batch`, the trainers' evaluations)."""
+        return [self._choose(ids, probs, rng) for (ids, probs, _), rng in zip(self.policies(states), rngs)]
+
+    def _choose(self, board_ids: np.ndarray, probs: np.ndarray, rng: np.random.Generator) -> int:
         if self.greedy:
             # A deterministic argmax shuffles one satellite back and forth in quiet positions until
             # the ply limit (many draws); near-ties are therefore broken at random.

@@ -144,6 +144,56 @@ def test_canonical_policy_maps_back_to_legal_board_actions(net: PolicyValueNet) 
     assert symmetry.canonical_action_to_board(symmetry.board_action_to_canonical(123, ce.BLUE), ce.BLUE) == 123
 
 
+@pytest.mark.parametrize("heuristic", [False, True])
+def test_policy_agent_batch_matches_one_position_at_a_time(net: PolicyValueNet, heuristic: bool) -> None:
+    """`PolicyAgent.policies` / `act_batch` (one forward pass, packed slots) give what the padded single-position
+    path gives, for positions of both colours with different numbers of legal actions."""
+    from colony_training.agents import PolicyAgent
+    from colony_training.teacher import greedy_action_features
+
+    model = net
+    if heuristic:
+        torch.manual_seed(1)
+        model = PolicyValueNet(observation.OBS_CHANNELS, channels=8, blocks=1, heuristic_prior=True)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p) * 0.1)
+        model.eval()
+    agent = PolicyAgent(model, name="t")
+    rng = np.random.default_rng(5)
+    states = []
+    for g in range(6):
+        s = ce.new_game(100 + g)
+        for _ in range(int(rng.integers(0, 90))):
+            if s.is_over:
+                break
+            s = ce.apply_action(s, int(rng.choice(ce.legal_actions(s))))
+        if not s.is_over:
+            states.append(s)
+    assert len({len(ce.legal_actions(s)) for s in states}) > 1 and len({int(s.to_move) for s in states}) == 2
+    batch = agent.policies(states)
+    for s, (ids, probs, value) in zip(states, batch):
+        board = ce.legal_actions(s)
+        canonical = symmetry.board_action_to_canonical(board, s.to_move)
+        feats = None
+        if heuristic:
+            feats = torch.from_numpy(greedy_action_features(s._a[None], np.zeros(1, np.int64), len(board)))
+        with torch.no_grad():
+            logits, v = model(torch.from_numpy(observation.encode_observation(s, s.to_move))[None],
+                              torch.from_numpy(canonical)[None], feats)
+        np.testing.assert_array_equal(ids, board)
+        np.testing.assert_allclose(probs, torch.softmax(logits[0].double(), 0).numpy(), atol=1e-6)
+        assert probs.sum() == pytest.approx(1.0) and value == pytest.approx(float(v[0]), abs=1e-5)
+    one_by_one = [agent.act(s, np.random.default_rng(i)) for i, s in enumerate(states)]
+    together = agent.act_batch(states, [np.random.default_rng(i) for i in range(len(states))])
+    assert together == one_by_one and all(ce.is_legal(s, a) for s, a in zip(states, together))
+    with pytest.raises(ValueError, match="R8.4"):
+        over = ce.new_game(0)
+        while not over.is_over:
+            over = ce.apply_action(over, int(rng.choice(ce.legal_actions(over))))
+        agent.policies([states[0], over])
+
+
 # --- policy_target_features: the landing-cell term ------------------------------------------------
 def _real_obs(n: int, seed: int = 0, plies: int = 40) -> torch.Tensor:
     """Observations of positions from random play (planes 0..3 one-hot, as the landing cell needs)."""

@@ -693,8 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="round-robin (default): every pair; gauntlet: the first agent against each other one")
     parser.add_argument("--max-plies", type=int, default=None, help=f"ply limit per game (R6.2; default {DEFAULT_MAX_PLIES})")
     parser.add_argument("--batch", type=int, default=None,
-                        help="games played side by side per worker; an az agent searches them with one network "
-                             "call per simulation step (default 1; try 16 for az agents)")
+                        help="games played side by side per worker; a network agent moves in all of them with one "
+                             "network call (an az agent: one per simulation step) (default 1; try 16 for checkpoint "
+                             "and az agents)")
     parser.add_argument("--out", type=Path, default=None,
                         help="output folder (default runs/eval/<time>); one that holds a run already is refused, never written over")
     parser.add_argument("--resume", type=Path, default=None, metavar="OUT",

@@ -17,14 +17,16 @@ from .evaluate import evaluate
 
 def evaluate_model(model: PolicyValueNet, specs: list[str], games: int, seed: int,
                    max_plies: int = DEFAULT_MAX_PLIES) -> dict[str, dict[str, float]]:
-    """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process)."""
+    """Greedy play of `model` against each agent spec with `colony-eval`'s engine (paired seeds, in-process, all
+    games side by side)."""
     agent = PolicyAgent(_cpu_copy(model), name="learner", greedy=True)
     games = max(2, games + games % 2)  # each setup is played once with each colour
     results: dict[str, dict[str, float]] = {}
     for spec in specs:
         t0 = time.perf_counter()
+        # All games side by side: the network moves in every game waiting for it with one forward pass.
         pair = evaluate([agent, spec], games=games, seed=seed, workers=1, schedule="gauntlet", progress=False,
-                        max_plies=max_plies).pairs[0]
+                        max_plies=max_plies, batch=games).pairs[0]
         results[spec] = {
             "games": pair.games, "win_rate": pair.wins / pair.games, "draw_rate": pair.draws / pair.games,
             "loss_rate": pair.losses / pair.games, "seconds": round(time.perf_counter() - t0, 1),
