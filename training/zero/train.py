@@ -159,6 +159,10 @@ def _save(run_dir: Path, model: PolicyValueNet, opt: torch.optim.Optimizer, cfg:
     return path
 
 
+EVAL_BATCH = 16
+"""Games a worker plays side by side in an evaluation (fewer when the games would not reach every worker)."""
+
+
 def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours: float) -> list[dict[str, Any]]:
     """The policy (and the search agent) against their ladders; one row per (agent, opponent).
 
@@ -174,8 +178,11 @@ def evaluate_checkpoint(path: Path, cfg: ZeroConfig, generation: int, cpu_hours:
     rows = []
     for agent, label, opponents in agents:
         t0 = time.time()
+        # Games side by side (`colony-eval --batch`): the network moves in all of a worker's games with one call.
+        batch = max(1, min(EVAL_BATCH, len(opponents) * cfg.eval_games // cfg.workers))
         result = evaluate([agent, *opponents], games=cfg.eval_games, seed=cfg.eval_seed + generation,
-                          workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False)
+                          workers=cfg.workers, schedule="gauntlet", max_plies=cfg.eval_max_plies, progress=False,
+                          batch=batch)
         seconds = time.time() - t0
         games = sum(s.games for s in result.pairs)
         tqdm.write(f"{PROG}: generation {generation} evaluation of {label}: {games} games against "
