@@ -72,6 +72,8 @@ class PolicyAgent:
     @torch.no_grad()
     def policies(self, states: list[ce.GameState]) -> list[tuple[np.ndarray, np.ndarray, float]]:
         """`policy` of several positions with one forward pass (float64 probabilities, in board-frame id order)."""
+        if not states:
+            return []
         if any(s.is_over for s in states):
             raise ValueError("the game is over: no action is legal (R8.4)")
         board = [ce.legal_actions(s) for s in states]
