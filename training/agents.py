@@ -77,11 +77,12 @@ class PolicyAgent:
         if any(s.is_over for s in states):
             raise ValueError("the game is over: no action is legal (R8.4)")
         board = [ce.legal_actions(s) for s in states]
-        width = max(len(ids) for ids in board)
+        counts = np.array([len(ids) for ids in board])
+        width = int(counts.max())
         canonical = np.zeros((len(states), width), np.int64)  # padding: id 0, marked invalid
         for i, (s, ids) in enumerate(zip(states, board)):
             canonical[i, :len(ids)] = symmetry.board_action_to_canonical(ids, s.to_move)
-        valid = np.arange(width)[None, :] < np.array([len(ids) for ids in board])[:, None]
+        valid = np.arange(width)[None, :] < counts[:, None]
         obs = np.stack([observation.encode_observation(s, s.to_move) for s in states])
         feats = None
         if self.model.heuristic_prior:  # slots follow board_ids' (ascending) order, as in training

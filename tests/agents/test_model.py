@@ -188,10 +188,10 @@ def test_policy_agent_batch_matches_one_position_at_a_time(net: PolicyValueNet, 
     together = agent.act_batch(states, [np.random.default_rng(i) for i in range(len(states))])
     assert together == one_by_one and all(ce.is_legal(s, a) for s, a in zip(states, together))
     assert agent.act_batch([], []) == []
+    over = ce.new_game(0)
+    while not over.is_over:
+        over = ce.apply_action(over, int(rng.choice(ce.legal_actions(over))))
     with pytest.raises(ValueError, match="R8.4"):
-        over = ce.new_game(0)
-        while not over.is_over:
-            over = ce.apply_action(over, int(rng.choice(ce.legal_actions(over))))
         agent.policies([states[0], over])
 
 
