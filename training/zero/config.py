@@ -102,6 +102,12 @@ class ZeroConfig(Config):
         "PUCT root: share of Dirichlet noise mixed into the root's priors in self-play (AlphaZero's 0.25); 0 = off.",
         share(), Check(lambda v, c: v == 0 or c.root == "puct", "0 unless root is puct"),
     )
+    c_scale: float = key(
+        0.1,
+        "Gumbel: the weight of completed Q against the prior, sigma(q) = (50 + max N) * c_scale * q, in the self-play "
+        "searches and so in their policy targets (mctx's 0.1; `az:N` play defaults to 1, `AZ_C_SCALE_DEFAULT`).",
+        positive(), Check(lambda v, c: v == 0.1 or c.root == "gumbel", "0.1 unless root is gumbel"),
+    )
     rescale_q: bool = key(
         True,
         "Gumbel: completed Q mapped to [0, 1] by its min and max (mctx) rather than from [-1, 1].",

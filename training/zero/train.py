@@ -109,7 +109,7 @@ def run_files(run_dir: Path) -> RunDir:
 
 def search_config(cfg: ZeroConfig) -> SearchConfig:
     return SearchConfig(simulations=cfg.simulations, root=cfg.root, c_puct=cfg.c_puct,
-                        max_considered=cfg.max_considered, rescale_q=cfg.rescale_q,
+                        max_considered=cfg.max_considered, c_scale=cfg.c_scale, rescale_q=cfg.rescale_q,
                         forced_playouts=cfg.forced_playouts, root_dirichlet=cfg.root_dirichlet)
 
 
