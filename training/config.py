@@ -89,7 +89,7 @@ def number_at_least(low: float) -> Check:
 
 
 def positive() -> Check:
-    return Check(lambda v, c: v > 0, "a number > 0")
+    return Check(lambda v, c: 0 < v < math.inf, "a finite number > 0")
 
 
 def share() -> Check:

@@ -123,7 +123,7 @@ def test_a_yaml_config_and_overrides_decide_the_run(tmp_path, capsys):
     assert written["shard_games"] == 2 and written["games"] == 4
     assert len(list((tmp_path / "run" / "data").glob("shard_*.npz"))) == 2
     assert distill.main(["--config", str(cfg), "--lr", "-1", "--out", str(tmp_path / "r2")]) == 2
-    assert "config key 'lr' = -1.0 is invalid; allowed: a number > 0" in capsys.readouterr().err
+    assert "config key 'lr' = -1.0 is invalid; allowed: a finite number > 0" in capsys.readouterr().err
     assert not (tmp_path / "r2").exists()  # refused before anything is written
 
 

@@ -24,6 +24,7 @@ from helpers import tiny_zero_run
     ({"root": "puct", "root_dirichlet": 1.5}, "root_dirichlet"),
     ({"root": "puct", "root_dirichlet": float("nan")}, "root_dirichlet"),
     ({"root": "gumbel", "c_scale": 0.0}, "c_scale"),
+    ({"root": "gumbel", "c_scale": float("inf")}, "c_scale"),
     ({"root": "puct", "c_scale": 1.0}, "c_scale"),
 ])
 def test_forced_playout_settings_are_checked(settings, key):
@@ -69,10 +70,12 @@ def test_a_larger_weight_of_values_sharpens_the_gumbel_targets():
         ts = [d.target_probs[d.offsets[p]: d.offsets[p + 1]] for p in range(d.n_positions)]
         assert all(t.sum() == pytest.approx(1.0, abs=1e-5) for t in ts)
         return float(np.mean([-(t[t > 0] * np.log(t[t > 0])).sum() for t in ts]))
+
     def evaluator(states, obs, ids, counts):   # a value that depends on where the pieces stand
         logits, _ = _evaluator(states, obs, ids, counts)
         weights = np.random.default_rng(3).normal(size=obs.shape[1:])
         return logits, np.tanh((obs * weights).sum(axis=(1, 2, 3)) * 0.2)
+
     games = [(SearchConfig(simulations=32, root="gumbel", c_scale=c), np.random.default_rng(0)) for c in (0.1, 1.0)]
     low, high = (entropy(play_games(evaluator, search, [5, 6], 2, 30, rng)) for search, rng in games)
     assert high < low - 0.1, (low, high)
