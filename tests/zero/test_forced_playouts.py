@@ -27,7 +27,7 @@ from helpers import tiny_zero_run
     ({"root": "gumbel", "c_scale": float("inf")}, "c_scale"),
     ({"root": "puct", "c_scale": 1.0}, "c_scale"),
 ])
-def test_forced_playout_settings_are_checked(settings, key):
+def test_self_play_search_settings_are_checked(settings, key):
     with pytest.raises(ConfigError, match=f"'{key}'"):
         ZeroConfig(**settings).finalize()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colony_env.agents.az import ROOTS
+from colony_env.agents.az import ROOTS, SearchConfig
 
 from ..config import CHECKPOINT_OR_EMPTY, DEVICE, LADDER_SPECS, RUN_NAME, SEED, Check, Config
 from ..config import at_least, below, key, number_at_least, one_of, positive, share
@@ -103,10 +103,11 @@ class ZeroConfig(Config):
         share(), Check(lambda v, c: v == 0 or c.root == "puct", "0 unless root is puct"),
     )
     c_scale: float = key(
-        0.1,
+        SearchConfig.c_scale,
         "Gumbel: the weight of completed Q against the prior, sigma(q) = (50 + max N) * c_scale * q, in the self-play "
         "searches and so in their policy targets (mctx's 0.1; `az:N` play defaults to 1, `AZ_C_SCALE_DEFAULT`).",
-        positive(), Check(lambda v, c: v == 0.1 or c.root == "gumbel", "0.1 unless root is gumbel"),
+        positive(), Check(lambda v, c: v == SearchConfig.c_scale or c.root == "gumbel",
+                          f"{SearchConfig.c_scale:g} unless root is gumbel"),
     )
     rescale_q: bool = key(
         True,
