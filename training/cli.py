@@ -26,6 +26,7 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
     - SIGTERM (`kill`, `timeout`, a batch scheduler) raises KeyboardInterrupt, so the tool ends
       through its own interrupt handling: one line, its worker processes stopped. Python's default
       would end the main process at once and leave its workers playing on, orphaned.
+    - MemoryError (a search asked for more than the machine holds) is one line and status 2.
     - SIGINT (Ctrl-C) and SIGTERM that arrive while a compiled kernel runs raise KeyboardInterrupt
       only once the kernel has handed its result back (`_interrupt`): raised inside numba's
       callback, it crashed the process.
@@ -51,6 +52,9 @@ def console_script(main: Callable[..., int]) -> Callable[..., int]:
         except KeyboardInterrupt:  # a tool without interrupt handling of its own
             print(f"\n{_prog(main)}: interrupted", file=sys.stderr)
             return INTERRUPTED_STATUS
+        except MemoryError:  # in the tool or re-raised from a worker: one line, not a traceback
+            return report_error(_prog(main), "out of memory; ask for less at once (fewer simulations, "
+                                             "fewer games side by side with --batch, or fewer --workers)")
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGTERM, previous)

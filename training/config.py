@@ -25,6 +25,9 @@ from typing import Any
 
 import yaml
 
+from colony_env.agents.az import MAX_LEGAL
+from colony_env.agents.base import MAX_SIMULATIONS
+
 from .runlog import is_file
 from .shipped import builtin_configs
 
@@ -105,14 +108,21 @@ def below(limit: int) -> Check:
     return Check(lambda v, c: 0 <= v <= limit, f"an integer in 0..{limit}")
 
 
+def between(low: int, high: int) -> Check:
+    return Check(lambda v, c: low <= v <= high, f"an integer in {low}..{high}")
+
+
 SEED = below(SEED_MAX)
 DEVICE = one_of(DEVICES)
 PRECISION = one_of(PRECISIONS)
 RUN_NAME = Check(lambda v, c: bool(re.fullmatch(r"[A-Za-z0-9_.-]+", v)), "letters, digits, '_', '.', '-'")
 CHECKPOINT_OR_EMPTY = Check(lambda v, c: v == "" or is_file(v), '"" or the path of an existing checkpoint file')
 CHECKPOINT_FILE = Check(lambda v, c: is_file(v), "the path of an existing checkpoint file")
-LADDER_SPECS = Check(lambda v, c: isinstance(v, str) and bool(_SPEC_RE.match(v)),
-                     "agent specs: random, greedy, mcts:N (N >= 1)", each=True)
+LADDER_SPECS = Check(lambda v, c: isinstance(v, str) and bool(_SPEC_RE.match(v))
+                     and (not v.startswith("mcts:") or int(v[5:]) <= MAX_SIMULATIONS),
+                     f"agent specs: random, greedy, mcts:N (N in 1..{MAX_SIMULATIONS})", each=True)
+SIMULATIONS = between(1, MAX_SIMULATIONS)
+CONSIDERED = between(1, MAX_LEGAL)
 
 
 def key(default: Any, help: str, *checks: Check) -> Any:  # noqa: A002 - `help` as argparse calls it

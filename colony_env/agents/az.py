@@ -32,13 +32,13 @@ from typing import Protocol
 import numpy as np
 
 from .. import _core
-from ..constants import I_REASON, I_TO_MOVE, STATE_LEN
+from ..constants import CONNECTED_TO_END, I_REASON, I_TO_MOVE, STATE_LEN
 from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
 from ..symmetry import TRANSPOSE_ACTIONS, canonical_action_to_board
 from . import _az
 from ._search import connected_totals, position_seeds, rollout_mover_means_seeded
-from .base import Agent, require_ongoing
+from .base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS, Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
 POOL_PER_NODE = 80  # initial room for children per node (a typical position has ~70 legal actions)
@@ -84,9 +84,10 @@ class RolloutMixEvaluator:
                  from_connected: int = 0) -> None:
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0.0 <= mix <= 1.0:
             raise ValueError(f"rollout mix must be a number in [0, 1], got {mix!r}")
-        for name, v, low in (("playouts", playouts, 1), ("from_connected", from_connected, 0)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        for name, v, low, high in (("playouts", playouts, 1, MAX_LEAF_PLAYOUTS),
+                                   ("from_connected", from_connected, 0, CONNECTED_TO_END - 1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not low <= v <= high:
+                raise ValueError(f"{name} must be an int in {low}..{high}, got {v!r}")
         self.inner = inner
         self.mix = float(mix)
         self.playouts = int(playouts)
@@ -141,13 +142,14 @@ class SearchConfig:
     each action that may end the game (`_search.winning_action`)."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) or self.simulations < 1:
-            raise ValueError(f"simulations must be an int >= 1, got {self.simulations!r}")
+        if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) \
+                or not 1 <= self.simulations <= MAX_SIMULATIONS:
+            raise ValueError(f"simulations must be an int in 1..{MAX_SIMULATIONS}, got {self.simulations!r}")
         if self.root not in ROOTS:
             raise ValueError(f"root must be one of {sorted(ROOTS)}, got {self.root!r}")
         if isinstance(self.max_considered, bool) or not isinstance(self.max_considered, (int, np.integer)) \
-                or self.max_considered < 1:
-            raise ValueError(f"max_considered must be an int >= 1, got {self.max_considered!r}")
+                or not 1 <= self.max_considered <= MAX_LEGAL:
+            raise ValueError(f"max_considered must be an int in 1..{MAX_LEGAL}, got {self.max_considered!r}")
         for name in ("c_puct", "gumbel_scale", "c_visit", "c_scale", "forced_playouts", "root_dirichlet"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:

@@ -15,6 +15,12 @@ import numpy as np
 
 from ..engine import GameState
 
+MAX_SIMULATIONS = 1_000_000
+"""The most simulations a search (`mcts:N`, `az:N`) takes per move. Its arrays grow with them, about 2 KB a
+simulation, so a million already asks for gigabytes; a larger number could only fail to allocate."""
+MAX_LEAF_PLAYOUTS = 1000
+"""The most random playouts one leaf of an `az` search may average (`rn=N`); each is a game to its end."""
+
 
 class Agent(ABC):
     """A player: `act(state, rng) -> action id` (board frame), never an illegal action.

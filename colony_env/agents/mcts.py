@@ -31,7 +31,7 @@ from ..constants import I_REASON, I_TO_MOVE
 from .. import _core
 from ..engine import GameState, _wrap, legal_actions
 from ._search import prior_root_search, rollout_values, uct_search
-from .base import Agent, require_ongoing
+from .base import MAX_SIMULATIONS, Agent, require_ongoing
 
 # OpenSpiel's examples use 2 for returns in [-1, 1]. With about 70 legal actions and a few
 # hundred simulations that spreads the visits almost evenly over the root's children;
@@ -147,8 +147,9 @@ class MCTSAgent(Agent):
         prior_c: float = DEFAULT_PRIOR_C,
         uniform_mix: float = DEFAULT_UNIFORM_MIX,
     ) -> None:
-        if isinstance(max_simulations, bool) or not isinstance(max_simulations, int) or max_simulations < 1:
-            raise ValueError(f"max_simulations must be an int >= 1, got {max_simulations!r}")
+        if isinstance(max_simulations, bool) or not isinstance(max_simulations, int) \
+                or not 1 <= max_simulations <= MAX_SIMULATIONS:
+            raise ValueError(f"max_simulations must be an int in 1..{MAX_SIMULATIONS}, got {max_simulations!r}")
         if not (isinstance(uct_c, (int, float)) and math.isfinite(uct_c) and uct_c >= 0):
             raise ValueError(f"uct_c must be a finite number >= 0, got {uct_c!r}")
         if child_selection not in CHILD_SELECTIONS:

@@ -16,6 +16,7 @@ from colony_env.agents import (
     RandomRolloutEvaluator,
 )
 from colony_env.agents import _search
+from colony_env.agents.base import MAX_SIMULATIONS
 from colony_env.agents.bench import sample_positions
 
 
@@ -240,6 +241,8 @@ def test_mcts_search_statistics_and_reproducibility(positions):
 def test_mcts_rejects_bad_settings_and_bad_priors(positions):
     with pytest.raises(ValueError, match="max_simulations"):
         MCTSAgent(max_simulations=0)
+    with pytest.raises(ValueError, match=r"max_simulations must be an int in 1\.\.1000000, got 1000001"):
+        MCTSAgent(max_simulations=MAX_SIMULATIONS + 1)  # its arrays would need gigabytes; 10**20 overflowed numba
     with pytest.raises(ValueError, match="uct_c"):
         MCTSAgent(uct_c=float("nan"))
     with pytest.raises(ValueError, match="child_selection"):

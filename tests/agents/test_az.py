@@ -8,7 +8,8 @@ import pytest
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
 from colony_env.agents._search import position_seeds, random_playout, winning_action
-from colony_env.agents.az import AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
+from colony_env.agents.az import MAX_LEGAL, AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
+from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
 from colony_env.symmetry import TRANSPOSE_ACTIONS
 from colony_env.engine import _wrap
@@ -300,6 +301,15 @@ def test_decisive_scores_a_move_that_hands_the_opponent_a_win_as_lost():
 def test_search_rejects_bad_input():
     with pytest.raises(ValueError, match="simulations"):
         SearchConfig(simulations=0)
+    with pytest.raises(ValueError, match=r"simulations must be an int in 1\.\.1000000"):
+        SearchConfig(simulations=MAX_SIMULATIONS + 1)
+    with pytest.raises(ValueError, match=r"max_considered must be an int in 1\.\.1921"):
+        SearchConfig(max_considered=MAX_LEGAL + 1)
+    inner = hashed_evaluator
+    with pytest.raises(ValueError, match=r"playouts must be an int in 1\.\.1000"):
+        RolloutMixEvaluator(inner, 0.5, playouts=MAX_LEAF_PLAYOUTS + 1)
+    with pytest.raises(ValueError, match=r"from_connected must be an int in 0\.\.22"):
+        RolloutMixEvaluator(inner, 0.5, from_connected=23)  # 23 connected satellites end the game (R6.2.1)
     with pytest.raises(ValueError, match="PUCT root"):
         SearchConfig(forced_playouts=2.0)  # the default root is gumbel
     with pytest.raises(ValueError, match="PUCT root"):

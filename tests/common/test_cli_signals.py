@@ -91,3 +91,17 @@ def test_a_signal_during_a_compiled_search_ends_the_tool_with_its_one_line(tmp_p
     assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
     assert err.strip().splitlines()[-1] == (f"colony-eval: interrupted; 0 of 2 games are saved in {out}; "
                                              f"continue with `colony-eval --resume {out}`")
+
+
+def test_a_tool_out_of_memory_says_so_in_one_line(capsys) -> None:
+    """MemoryError (a search bigger than the machine, raised in the tool or re-raised from a worker) ends the
+    tool with status 2 and one line on stderr, as every refused run does, not a traceback."""
+
+    @console_script
+    def tool() -> int:
+        raise MemoryError("Allocation failed (probably too large).")
+
+    assert tool() == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ": error: out of memory; ask for less at once" in err
+    assert "Traceback" not in err

@@ -175,6 +175,44 @@ def test_bad_agent_specs_say_what_is_allowed(spec):
     assert "\n" not in str(e.value) and ("allowed agent specs" in str(e.value) or "write mcts" in str(e.value))
 
 
+@pytest.mark.parametrize("spec, said", [
+    ("mcts:99999999999999999999", r"must be an integer in 1\.\.1000000, got 99999999999999999999"),
+    ("mcts:1000001:1", r"in 1\.\.1000000, got 1000001"),
+    ("checkpoint:x.pt:mcts:1000001", r"simulations: must be an integer in 1\.\.1000000"),
+    ("checkpoint:x.pt:az:99999999999999999999", r"simulations: must be an integer in 1\.\.1000000"),
+    ("checkpoint:x.pt:az:8:m=1922", r"m: must be an integer in 1\.\.1921, got 1922"),
+    ("checkpoint:x.pt:az:8:rn=1001", r"rn: must be an integer in 1\.\.1000, got 1001"),
+    ("checkpoint:x.pt:az:8:rfrom=23", r"rfrom: must be an integer in 1\.\.22, got 23"),
+    ("zero:az:8:m=99999999999999999999", r"'zero:az:8:m=99999999999999999999': m: must be an integer in 1\.\.1921"),
+])
+def test_spec_numbers_past_what_a_search_can_hold_are_refused_in_one_line(spec, said):
+    """Each integer of a spec has an upper end (`MAX_SIMULATIONS`, `MAX_LEGAL`, `MAX_LEAF_PLAYOUTS`, 22 connected):
+    past it a search overflowed numba's integers or failed to allocate, with a traceback (or a 502 in the web app)."""
+    with pytest.raises(AgentSpecError, match=said) as e:
+        parse_agent_spec(spec)
+    assert "\n" not in str(e.value)
+
+
+def test_specs_at_the_upper_ends_parse():
+    assert parse_agent_spec("mcts:1000000").simulations == 1_000_000
+    az = parse_agent_spec("checkpoint:x.pt:az:1000000:m=1921:rn=1000:rfrom=22")
+    assert az.az_simulations == 1_000_000
+    assert dict(az.az_options)["max_considered"] == 1921
+    assert (dict(az.az_options)["rollout_playouts"], dict(az.az_options)["rollout_from"]) == (1000, 22)
+
+
+def test_a_search_too_big_for_memory_is_a_spec_error_not_a_checkpoint_error(monkeypatch):
+    from colony_training import agents
+
+    def no_room(*args, **kwargs):
+        raise MemoryError("Allocation failed (probably too large).")
+
+    monkeypatch.setattr(agents, "load_az_agent", no_room)
+    with pytest.raises(AgentSpecError, match="not enough memory for this search; use fewer simulations") as e:
+        make_agent("zero:az:1000000")
+    assert "cannot load checkpoint" not in str(e.value)
+
+
 def test_checkpoint_errors_are_one_line(tmp_path):
     with pytest.raises(AgentSpecError, match="not found"):
         make_agent(f"checkpoint:{tmp_path / 'missing.pt'}")
@@ -299,7 +337,7 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     assert not az.inner.search.config.decisive
     moved = make_agent(spec + ":az:6:rfrom=20").inner.search.evaluator  # rn / rfrom without r= change the default
     assert (moved.mix, moved.playouts, moved.from_connected) == (0.75, 16, 20)
-    for bad, said in ((":az:6:r=0:rn=4", "which r=0 turns off"), (":az:6:r=0.5:rfrom=0", "rfrom: must be at least 1"),
+    for bad, said in ((":az:6:r=0:rn=4", "which r=0 turns off"), (":az:6:r=0.5:rfrom=0", r"rfrom: must be an integer in 1\.\.22"),
                       (":az:6:decisive=yes", "decisive must be 0 or 1")):
         with pytest.raises(AgentSpecError, match=said):
             make_agent(spec + bad)

@@ -33,7 +33,7 @@ def test_names_expand_to_the_shipped_checkpoint(spec: str, sims: int, az: int, g
 
 
 @pytest.mark.parametrize("spec, words", [("zero:", "ends with ':'"), ("ppo:foo", "unknown suffix 'foo'"),
-                                          ("zero:az:x", "'zero:az:x'"), ("zero:mcts:0", "at least 1")])
+                                          ("zero:az:x", "'zero:az:x'"), ("zero:mcts:0", "an integer in 1..1000000, got 0")])
 def test_bad_suffixes_are_one_line_in_the_users_words(spec: str, words: str) -> None:
     with pytest.raises(AgentSpecError) as err:
         parse_agent_spec(spec)

@@ -205,7 +205,7 @@ def test_agent_past_the_time_limit_is_stopped_and_the_server_goes_on(out_dir):
     app = create_app(WebConfig(out_dir=out_dir, workers=1, think_limit=1.0))
     with TestClient(app) as c:
         # Long enough to pass the 1 s limit by far (tens of seconds), small enough to allocate: the search's
-        # arrays grow with the simulations, and 10**8 of them failed with MemoryError before any time passed.
+        # arrays grow with the simulations (10**8 of them failed with MemoryError; now past MAX_SIMULATIONS).
         g = c.post("/api/games", json={"red": "mcts:300000", "blue": "human", "seed": 1}).json()
         msg = error_of(c.post(f"/api/games/{g['id']}/step"), 504)
         assert "time limit of 1 s" in msg
@@ -273,6 +273,10 @@ def test_a_job_stopped_by_shutdown_is_a_thinker_closed_and_starts_no_new_process
         (b"[1, 2]", "must be a JSON object"),
         (json.dumps({"red": "random", "colour": "x"}).encode(), "unknown field(s) ['colour']"),
         (json.dumps({"red": "mcts:lots"}).encode(), "red player: MCTS spec 'mcts:lots'"),
+        # numbers past what a search can hold were accepted here and ended the first step in a 502
+        (json.dumps({"red": "mcts:99999999999999999999"}).encode(), "must be an integer in 1..1000000"),
+        (json.dumps({"blue": "zero:az:10:m=99999999999999999999"}).encode(), "blue player: checkpoint spec "
+         "'zero:az:10:m=99999999999999999999': m: must be an integer in 1..1921"),
         (json.dumps({"blue": "alphago"}).encode(), "unknown agent spec 'alphago'; allowed agent specs"),
         (json.dumps({"red": "checkpoint:/no/such.pt"}).encode(), "cannot load checkpoint '/no/such.pt': no readable checkpoint file at that path"),
         (json.dumps({"seed": -1}).encode(), "field 'seed' must be an integer"),

@@ -157,7 +157,12 @@ def test_selfplay_late_leaf_playouts_reach_the_evaluator_in_process_and_in_worke
                                   30, 0, 1, "cpu", 0.75, 0, None, 1.0, False, 3, 17)
     assert used == [(RolloutMixEvaluator, 0.75, 3, 17)] * 2
     assert data.game_lengths.size == 2 and worker.n_positions > 0
-    for bad, said in (({"rollout_playouts": 0}, "integer >= 1"), ({"rollout_from": -1}, "integer >= 0"),
+    for bad, said in (({"rollout_playouts": 0}, r"integer in 1\.\.1000"), ({"rollout_from": -1}, r"integer in 0\.\.22"),
+                      ({"rollout_mix": 0.5, "rollout_playouts": 1001}, r"integer in 1\.\.1000"),
+                      ({"rollout_mix": 0.5, "rollout_from": 23}, r"integer in 0\.\.22"),
+                      ({"simulations": 1_000_001}, r"integer in 1\.\.1000000"), ({"max_considered": 1922}, "1921"),
+                      ({"eval_simulations": 1_000_001}, r"integer in 0\.\.1000000"),
+                      ({"eval_opponents": ["mcts:1000001"]}, r"mcts:N \(N in 1\.\.1000000\)"),
                       ({"rollout_playouts": 16}, "unless rollout_mix > 0"), ({"rollout_from": 17}, "unless rollout_mix")):
         with pytest.raises(ConfigError, match=said):
             ZeroConfig(**bad).finalize()

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from colony_env.agents.mcts import DEFAULT_PRIOR_C
 
 from .. import config as config_lib
-from ..config import RUN_NAME, Check, Config, at_least, below, key, number_at_least, one_of, positive, share
+from ..config import CONSIDERED, RUN_NAME, SIMULATIONS, Check, Config
+from ..config import at_least, below, key, number_at_least, one_of, positive, share
 
 EXPERTS = ("mcts", "az")
 
@@ -34,10 +35,10 @@ class DistillConfig(Config):
                       "judge the moves; the target is the root's visit counts) or `az` (the network's priors and "
                       "values at every node, its value head read as its trainer fitted it, Gumbel root; the target "
                       "is the search's improved policy).", one_of(EXPERTS))
-    simulations: int = key(200, "Search simulations per move.", at_least(1))
+    simulations: int = key(200, "Search simulations per move.", SIMULATIONS)
     prior_c: float = key(DEFAULT_PRIOR_C, "The root's PUCT constant (expert `mcts`).", number_at_least(0))
     max_considered: int = key(16, "Root actions the Gumbel root considers (expert `az`; m of `az:N:m=M`).",
-                              at_least(1))
+                              CONSIDERED)
     greedy_share: float = key(0.5, "Share of the games against the greedy agent (the rest: the search against itself).",
                               share())
     shard_games: int = key(50, "Games per data shard (the unit an interrupted run resumes from).", at_least(1))

@@ -41,7 +41,10 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import Agent, GreedyAgent, MCTSAgent, RandomAgent
+from colony_env.agents.az import MAX_LEGAL
+from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.agents.mcts import DEFAULT_UCT_C
+from colony_env.constants import CONNECTED_TO_END
 
 from ..shipped import shipped_checkpoint
 
@@ -60,6 +63,9 @@ SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "cs": "c_scale", "r": "rollout_mix",
               "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
+AZ_INT_BOUNDS = {"m": MAX_LEGAL, "rn": MAX_LEAF_PLAYOUTS, "rfrom": CONNECTED_TO_END - 1}
+"""The most each integer option takes: no position has more legal actions than `MAX_LEGAL`, and an ongoing
+game has fewer than 23 connected satellites (23 end it, R6.2.1)."""
 AZ_ROOTS = ("gumbel", "puct")
 AZ_C_SCALE_DEFAULT = 1.0
 """`c_scale` of an `az:N` spec with the Gumbel root and no `cs=`: completed Q weighs ten times mctx's default (0.1,
@@ -92,13 +98,13 @@ class AgentSpec:
     az_options: tuple[tuple[str, object], ...] = ()  # keyword arguments of load_az_agent
 
 
-def _positive_int(text: str, what: str) -> int:
+def _positive_int(text: str, what: str, most: int = MAX_SIMULATIONS) -> int:
     try:
         value = int(text)
     except ValueError:
         raise AgentSpecError(f"{what}: {text!r} is not a whole number; {SPEC_HELP}") from None
-    if value < 1:
-        raise AgentSpecError(f"{what}: must be at least 1, got {value}; {SPEC_HELP}")
+    if not 1 <= value <= most:
+        raise AgentSpecError(f"{what}: must be an integer in 1..{most}, got {value}; {SPEC_HELP}")
     return value
 
 
@@ -138,8 +144,8 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
                                  f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), "
                                  f"rfrom=K (only leaves with K+ connected satellites), decisive=0|1 (decisive moves), "
                                  f"bf16 (bfloat16 convolutions), int8 (int8 trunk)")
-        if key in ("m", "rn", "rfrom"):
-            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: {key}")
+        if key in AZ_INT_BOUNDS:
+            out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: {key}", AZ_INT_BOUNDS[key])
         elif key == "r":
             mix = _non_negative_float(value, f"checkpoint spec {text!r}: r")
             if mix > 1:
@@ -244,6 +250,9 @@ def _load_checkpoint_agent(spec: AgentSpec) -> Agent:
             inner = agents.load_search_agent(spec.path, spec.search_simulations, **extra)
         else:
             inner = agents.load_policy_agent(spec.path, greedy=spec.greedy)
+    except MemoryError:  # the search's arrays (az:N:m=K with a big N and K), not the file
+        raise AgentSpecError(f"agent spec {spec.text!r}: not enough memory for this search; "
+                             f"use fewer simulations or considered moves (m=K)") from None
     except Exception as e:  # a corrupt file can fail anywhere in torch; report it in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise AgentSpecError(f"cannot load checkpoint {spec.path!r}: {first[:300]}") from None

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from colony_env.agents.az import ROOTS, SearchConfig
+from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
+from colony_env.constants import CONNECTED_TO_END
 
-from ..config import CHECKPOINT_OR_EMPTY, DEVICE, LADDER_SPECS, RUN_NAME, SEED, Check, Config
-from ..config import at_least, below, key, number_at_least, one_of, positive, share
+from ..config import CHECKPOINT_OR_EMPTY, CONSIDERED, DEVICE, LADDER_SPECS, RUN_NAME, SEED, SIMULATIONS, Check, Config
+from ..config import at_least, below, between, key, number_at_least, one_of, positive, share
 from ..runlog import is_file
 
 
@@ -83,13 +85,13 @@ class ZeroConfig(Config):
         "Games in flight per worker: their searches share one network call per simulation step.",
         at_least(1),
     )
-    simulations: int = key(32, "Simulations per self-play move.", at_least(1))
+    simulations: int = key(32, "Simulations per self-play move.", SIMULATIONS)
     root: str = key(
         "gumbel",
         "Root rule of the self-play search: `gumbel` (improved-policy targets) or `puct` (visit-count targets).",
         one_of(sorted(ROOTS)),
     )
-    max_considered: int = key(16, "Gumbel root: actions considered by sequential halving.", at_least(1))
+    max_considered: int = key(16, "Gumbel root: actions considered by sequential halving.", CONSIDERED)
     c_puct: float = key(1.25, "PUCT exploration constant (root `puct`).", number_at_least(0))
     forced_playouts: float = key(
         0.0,
@@ -146,14 +148,14 @@ class ZeroConfig(Config):
     rollout_playouts: int = key(
         1,
         "Random playouts per mixed leaf (their mean is the playouts' part of `rollout_mix`).",
-        at_least(1),
+        between(1, MAX_LEAF_PLAYOUTS),
         Check(lambda v, c: v == 1 or c.rollout_mix > 0, "1 unless rollout_mix > 0 (the playouts it mixes in)"),
     )
     rollout_from: int = key(
         0,
         "Mix only leaves with at least this many connected satellites (0: every leaf; the shipped agent's "
-        "`az:N` mixes 0.75 of 16 playouts from 17 on, docs/zero.md).",
-        at_least(0),
+        "`az:N` mixes 0.75 of 16 playouts from 17 on, docs/zero.md; 23 connected end the game, R6.2.1).",
+        below(CONNECTED_TO_END - 1),
         Check(lambda v, c: v == 0 or c.rollout_mix > 0, "0 unless rollout_mix > 0 (the mix it limits)"),
     )
     rollout_mix_generations: int = key(
@@ -222,7 +224,7 @@ class ZeroConfig(Config):
     eval_simulations: int = key(
         0,
         "If > 0, also evaluate the search agent `az:N` with N simulations against the ladder.",
-        at_least(0),
+        below(MAX_SIMULATIONS),
     )
     eval_policy: bool = key(
         True,
