@@ -121,7 +121,17 @@ def test_replay_cli_error_paths(tmp_path, played, capsys):
         ([str(tmp_path / "none.jsonl")], "does not exist"),
         ([str(tmp_path / "junk.jsonl")], "cannot read record file"),
         ([str(path), "--game", "5"], "out of range"),
-        ([str(path), "--every", "0"], "--every must be >= 1"),
+        ([str(path), "--every", "0"], "--every must be an integer >= 1"),
+        # nan and inf passed the old checks and ended in a traceback (int(1000 / fps), time.sleep)
+        ([str(path), "--fps", "nan", "--gif", str(tmp_path / "a.gif")], "--fps must be a number in (0, 100.0]"),
+        ([str(path), "--fps", "1e300", "--gif", str(tmp_path / "a.gif")], "got 1e+300"),
+        ([str(path), "--delay", "nan"], "--delay must be a number of seconds in 0..3600.0, got nan"),
+        ([str(path), "--delay", "inf"], "got inf"),
+        # an image that cannot be written: a folder, a name PIL has no format for, a path under a file
+        ([str(path), "--png", str(tmp_path)], "--png must name a png file"),
+        ([str(path), "--gif", str(tmp_path / "a.png")], "--gif must name a gif file"),
+        ([str(path), "--png", str(path / "x.png")], f"cannot write {path / 'x.png'}"),
+        ([str(path), "--gif", str(path / "x.gif"), "--every", "50"], f"cannot write {path / 'x.gif'}: {path}: "),
     ]:
         assert replay_main(args) == 2
         err = capsys.readouterr().err

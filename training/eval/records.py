@@ -337,6 +337,10 @@ def _write_frame(rec: GameRecord, states: list[ce.GameState], i: int, png: Path)
     print(f"wrote {png} (the position after ply {i} of {len(states) - 1})")
 
 
+MAX_FPS = 100.0  # GIF frame durations are whole hundredths of a second
+MAX_DELAY = 3600.0  # seconds between moves in the terminal
+
+
 @console_script
 def replay_main(argv: list[str] | None = None) -> int:
     """Entry point of `colony-replay`."""
@@ -356,8 +360,16 @@ def replay_main(argv: list[str] | None = None) -> int:
                         help="for --png: draw only the position after this many plies (0 = the start, -1 = the end)")
     args = parser.parse_args(argv)
     try:
-        if args.every < 1 or args.fps <= 0 or args.delay < 0:
-            raise RecordError("--every must be >= 1, --fps > 0 and --delay >= 0")
+        if args.every < 1:
+            raise RecordError(f"--every must be an integer >= 1 (one frame every K plies), got {args.every}")
+        if not 0 < args.fps <= MAX_FPS:  # also refuses nan
+            raise RecordError(f"--fps must be a number in (0, {MAX_FPS}] (a GIF frame lasts whole hundredths of "
+                              f"a second), got {args.fps:g}")
+        if not 0 <= args.delay <= MAX_DELAY:
+            raise RecordError(f"--delay must be a number of seconds in 0..{MAX_DELAY}, got {args.delay:g}")
+        for option, path in (("--gif", args.gif), ("--png", args.png)):
+            if path is not None and (path.suffix.lower() != "." + option[2:] or path.is_dir()):
+                raise RecordError(f"{option} must name a {option[2:]} file (FILE.{option[2:]}), got '{path}'")
         records = read_records(args.file)
         if args.list:
             for i, r in enumerate(records):
@@ -391,6 +403,10 @@ def replay_main(argv: list[str] | None = None) -> int:
         return 0
     except RecordError as e:
         return report_error("colony-replay", str(e))
+    except OSError as e:  # reading is checked by read_records, so this is an image that could not be written
+        wanted = " and ".join(str(path) for path in (args.gif, args.png) if path)
+        where = f"{e.filename}: " if e.filename and str(e.filename) != wanted else ""
+        return report_error("colony-replay", f"cannot write {wanted}: {where}{e.strerror or e}")
     except (KeyboardInterrupt, EOFError):
         print()
         return 130
