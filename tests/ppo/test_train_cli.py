@@ -226,6 +226,25 @@ def test_plot_rejects_non_run_dir(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "no metrics.csv" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("files, said", [
+    ({"metrics.csv": b"a,b\n1,2\n"}, "has no column(s) ['global_step']: not a colony-train run's file"),
+    ({"metrics.csv": b"\xff\xfe\x00junk"}, "is not a CSV file written by colony-train (UnicodeDecodeError)"),
+    ({"metrics.csv": b"global_step,policy_loss\n8,0.5\n", "eval.csv": b"step\n1\n"},
+     "eval.csv' has no column(s) ['global_step', 'opponent']"),
+    ({"metrics.csv": b"global_step,policy_loss\n8,0.5\n", "plots": b"a file where the folder goes"},
+     "cannot write the plots of"),
+])
+def test_plot_says_in_one_line_what_is_wrong_with_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        files: dict[str, bytes], said: str) -> None:
+    """A metrics.csv of another tool, a binary file, an eval.csv without its columns and a plots folder that
+    cannot be made were KeyError, UnicodeDecodeError and FileExistsError tracebacks."""
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    assert plot.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
 def test_bench_train_prints_throughput(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("num_envs: 2\nrollout_steps: 8\nchannels: 4\nblocks: 1\nnum_minibatches: 2\nupdate_epochs: 1\n"

@@ -41,9 +41,20 @@ class PlotError(ValueError):
     """RUN_DIR is not a run directory with metrics."""
 
 
-def _read(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+def _read(path: Path, needs: tuple[str, ...] = ()) -> list[dict[str, str]]:
+    """The rows of a run's CSV file; PlotError if it is not text, not CSV or lacks a column in `needs`."""
+    try:
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise PlotError(f"{str(path)!r} is not a CSV file written by colony-train ({type(e).__name__})") from None
+    missing = [c for c in needs if c not in columns]
+    if rows and missing:
+        raise PlotError(f"{str(path)!r} has no column(s) {missing}: not a colony-train run's file "
+                        f"(a colony-zero run is drawn by python -m colony_training.zero.plot)")
+    return rows
 
 
 def _num(text: str | None) -> float:
@@ -117,7 +128,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     metrics_path = run / "metrics.csv"
     if not metrics_path.is_file():
         raise PlotError(f"{str(run)!r} has no metrics.csv (not a colony-train run directory)")
-    rows = _read(metrics_path)
+    rows = _read(metrics_path, ("global_step",))
     if not rows:
         raise PlotError(f"{str(metrics_path)!r} has no rows yet")
     out_dir = run / "plots"
@@ -155,7 +166,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     plt.close(fig)
 
     eval_path = run / "eval.csv"
-    series = evaluation_points(_read(eval_path)) if eval_path.is_file() else {}
+    series = evaluation_points(_read(eval_path, ("global_step", "opponent"))) if eval_path.is_file() else {}
     if series:
         fig, ax = plt.subplots(figsize=(7.5, 4.8), constrained_layout=True)
         for k, (name, pts) in enumerate(sorted(series.items())):
@@ -192,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             print(path)
     except PlotError as e:
         return report_error("colony-plot", str(e))
+    except OSError as e:  # the run's files were read, so the plots folder or a PNG could not be written
+        return report_error("colony-plot", f"cannot write the plots of {args.run_dir!r}: {e.filename}: {e.strerror or e}")
     return 0
 
 
