@@ -39,7 +39,11 @@ TEMP_PATTERN = ".*.tmp"  # the names `atomic_write_*` and `save_checkpoint` give
 LOCK_FILE = ".lock"  # `lock_run_dir`: held by the process that writes into the directory
 
 
-class RunDirBusy(ValueError):
+class RunDirError(ValueError):
+    """The run directory cannot be used: it cannot be made or written, or another process writes into it."""
+
+
+class RunDirBusy(RunDirError):
     """Another live process writes into the run directory (`lock_run_dir`)."""
 
 
@@ -355,12 +359,20 @@ class RunDir:
         self.checkpoints = self.path / CHECKPOINT_DIR
         self._tb: Any = None
 
+    def _make(self) -> None:
+        """Create the directory and its `checkpoints/`; `RunDirError` in one line if that cannot be done."""
+        try:
+            self.checkpoints.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RunDirError(f"cannot make the run directory {str(self.path)!r}: {e.strerror or type(e).__name__}; "
+                              f"give a folder that can be written") from None
+
     def rewind(self, last: int | None, step: int | None = None, positions: dict[str, Any] | None = None) -> None:
         """Prepare the directory for (re)starting after the checkpoint taken at `column` value `last`
         (TensorBoard step `step`, CSV row counts `positions` if it stored them); `last=None` is a
         fresh start, which removes every logged row and event. Temporary files of an interrupted
         atomic write are removed first."""
-        self.checkpoints.mkdir(parents=True, exist_ok=True)
+        self._make()
         lock_run_dir(self.path)  # before anything is cut back: a second writer would corrupt the run
         remove_temp_files(self.checkpoints)
         remove_temp_files(self.path)
@@ -373,7 +385,7 @@ class RunDir:
         must not leave a run that cannot resume."""
         import yaml
 
-        self.path.mkdir(parents=True, exist_ok=True)
+        self._make()
         lock_run_dir(self.path)
         return atomic_write_text(self.path / CONFIG_FILE, yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 

@@ -14,6 +14,7 @@ from colony_training.runlog import (
     RunDir,
     append_csv,
     RunDirBusy,
+    RunDirError,
     atomic_write_text,
     csv_data_rows,
     lock_run_dir,
@@ -252,3 +253,36 @@ def test_a_second_colony_eval_on_a_run_in_play_is_refused_and_changes_nothing(tm
         holder.kill()
         holder.wait()
     assert ev.main(["--resume", str(out), "--workers", "1", "--no-progress"]) == 0  # free again: it finishes
+
+
+@pytest.mark.parametrize("tool, args", [
+    ("colony_training.ppo.train", ["--config", "quickstart", "--total-steps", "100", "--run-dir"]),
+    ("colony_training.zero.train", ["--config", "zero_quickstart", "--generations", "1", "--out-dir"]),
+    ("colony_training.distill.train", ["--games", "2", "--out"]),
+])
+def test_a_run_directory_that_cannot_be_made_is_one_line_and_leaves_nothing(tool, args, tmp_path, capsys):
+    """Under a file (or any folder that cannot be written) the trainers ended in a FileNotFoundError or
+    NotADirectoryError traceback from the first mkdir; `RunDir` now says it in one line (`RunDirError`)."""
+    import importlib
+
+    from colony_training.shipped import shipped_checkpoint
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    extra = ["--init", str(shipped_checkpoint("colony_zero.pt"))] if tool.endswith("distill.train") else []
+    assert importlib.import_module(tool).main([*extra, *args, str(blocker / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "error: cannot make the run directory" in err and "give a folder that can be written" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"] and blocker.read_text() == "not a folder"
+
+
+def test_run_dir_error_is_raised_by_rewind_and_write_config(tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    files = RunDir(blocker / "run", {"metrics.csv": ("iteration",)})
+    with pytest.raises(RunDirError, match="cannot make the run directory"):
+        files.rewind(None)
+    with pytest.raises(RunDirError, match="cannot make the run directory"):
+        files.write_config(object())
+    assert issubclass(RunDirBusy, RunDirError)  # the trainers catch both as one

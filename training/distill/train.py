@@ -61,7 +61,7 @@ from ..checkpoint import CheckpointError, build_model, read_checkpoint, save_che
 from ..cli import console_script, report_error, terminate_workers
 from ..config import ConfigError, config_help
 from ..model import masked_log_probs
-from ..runlog import RunDir, RunDirBusy, new_run_dir
+from ..runlog import RunDir, RunDirError, new_run_dir
 from ..teacher import greedy_action_features
 from ..zero.fit import gradient_step, policy_cross_entropy
 from .config import DistillConfig, config_from_dict, load_config, split_overrides
@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["generate_seconds"] = round(t1 - t0, 1)
         summary["fit_seconds"] = round(time.time() - t1, 1)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    except (DistillError, ConfigError, CheckpointError, RunDirBusy) as e:
+    except (DistillError, ConfigError, CheckpointError, RunDirError) as e:
         return report_error(PROG, str(e))
     print(f"wrote {out / 'distilled.pt'}: validation cross-entropy {summary['val_ce_before']:.4f} -> "
           f"{summary['val_ce_after']:.4f}, agreement with the search {summary['val_agree_before']:.3f} -> "

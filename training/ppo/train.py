@@ -60,7 +60,7 @@ from ..config import ConfigError, config_help, resolve_device, resolve_precision
 from ..eval.ladder import evaluate_model
 from ..model import MaskedCategorical, PolicyValueNet, legal_slots
 from ..ownership import final_ownership, mover_views
-from ..runlog import RunDir, RunDirBusy, csv_data_rows, new_run_dir
+from ..runlog import RunDir, RunDirError, csv_data_rows, new_run_dir
 from ..teacher import greedy_action_features, greedy_best_slots, teacher_weight
 from . import parallel
 from .config import TrainConfig, load_config, split_overrides
@@ -718,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
             if run_dir is not None and (run_dir / "checkpoints" / "latest.pt").exists():
                 raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; use --resume to continue it")
             out = train(cfg, run_dir=run_dir, resume=False, progress=not args.no_progress)
-    except (ConfigError, CheckpointError, RunDirBusy) as e:
+    except (ConfigError, CheckpointError, RunDirError) as e:
         return report_error("colony-train", str(e))
     except MemoryError:
         print("colony-train: error: out of memory while setting up or running the run; lower num_envs, rollout_steps, "

@@ -43,7 +43,7 @@ from .. import config as config_lib
 from ..checkpoint import CheckpointError, save_checkpoint
 from ..cli import console_script, report_error
 from ..config import ConfigError
-from ..runlog import RunDir, RunDirBusy, atomic_write_text, new_run_dir
+from ..runlog import RunDir, RunDirError, atomic_write_text, new_run_dir
 from .config import RESUME_KEYS, RllibConfig, load_config
 
 try:  # ray is an optional extra: pip install "colony-rl[rllib]" (the console script checks it first)
@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"--run-dir {str(run_dir)!r} already holds a run; continue it with --resume "
                                   f"{str(run_dir)!r} or choose a new directory")
         out = train(cfg, run_dir=run_dir, progress=not args.no_progress, resume=bool(args.resume))
-    except (ConfigError, CheckpointError, ClusterError, RunDirBusy) as e:
+    except (ConfigError, CheckpointError, ClusterError, RunDirError) as e:
         return report_error("colony-train-rllib", str(e))
     except KeyboardInterrupt:
         print("colony-train-rllib: interrupted; continue with colony-train-rllib --resume RUN_DIR (checkpoints saved so "

@@ -69,7 +69,7 @@ from ..eval.agent_specs import AgentSpecError
 from ..eval.evaluate import EvalError
 from ..model import PolicyValueNet, with_count_inputs
 from ..quantize import int8_copy
-from ..runlog import RunDir, RunDirBusy, new_run_dir
+from ..runlog import RunDir, RunDirError, new_run_dir
 from . import resume_point
 from .config import ZeroConfig
 from .distributed import DistributedError, RayPool
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: run directory {run_dir}", file=sys.stderr)
         latest = train(cfg, run_dir, resume, progress=not args.no_progress, pool=pool)
     except (ConfigError, CheckpointError, ReplayError, AgentSpecError, EvalError, DistributedError,
-            ResumePointError, RunDirBusy) as e:
+            ResumePointError, RunDirError) as e:
         return _error(str(e))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted" + (f"; continue with --resume {run_dir}" if run_dir else ""), file=sys.stderr)
