@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import contextlib
+import errno
 import ipaddress
 import multiprocessing as mp
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from colony_training.cli import INTERRUPTED_STATUS, console_script, missing_extra, report_error
+from colony_training.runlog import output_dir_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -77,6 +80,8 @@ def _config(args: argparse.Namespace):
             raise CliError(f"--checkpoint: {why}")
     if args.out.exists() and not args.out.is_dir():
         raise CliError(f"--out {str(args.out)!r} exists and is not a folder")
+    if not args.no_save and (why := output_dir_problem(args.out)):  # before any game is played, not at its end
+        raise CliError(f"--out: {why}; give a folder that can be written, or --no-save")
     config = WebConfig(out_dir=args.out, records=list(args.records), checkpoints=list(checkpoints),
                        save_games=not args.no_save)
     if args.workers is not None:
@@ -99,6 +104,25 @@ def check_checkpoints(paths: list[Path]) -> list[str | None]:
 
     with cf.ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
         return pool.submit(worker.check_checkpoints, [str(p) for p in paths]).result()
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why a server cannot listen on `host`:`port` (a name that does not resolve, an address of another
+    machine, a port in use), or None. Checked by binding a socket as uvicorn will, so that the reason is
+    one line before the server says where to open it, not uvicorn's log line after."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        return f"--host {host!r} is not an address or a name of this machine ({getattr(e, 'strerror', None) or e})"
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as e:
+            hint = "give another --port" if e.errno == errno.EADDRINUSE else f"--host {DEFAULT_HOST} serves this machine"
+            return f"cannot listen on {host} port {port}: {e.strerror or e} ({hint})"
+    return None
 
 
 def serve(app: Any, host: str, port: int) -> int | None:
@@ -158,6 +182,8 @@ def _main(argv: list[str] | None) -> int:
         config = _config(args)
     except CliError as e:
         return report_error("colony-web", str(e))
+    if why := bind_problem(args.host, args.port):
+        return report_error("colony-web", why)
     from .app import create_app
 
     if not is_loopback(args.host):

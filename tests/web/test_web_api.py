@@ -485,6 +485,7 @@ def test_legal_view_marks_connection_moves_and_displacements():
 def test_cli_warns_when_bound_beyond_this_machine(monkeypatch, tmp_path, capsys):
     served = {}
     monkeypatch.setattr(cli, "serve", lambda app, host, port: served.update(host=host, port=port))
+    monkeypatch.setattr(cli, "bind_problem", lambda host, port: None)  # port 9999 may be taken on this machine
     assert cli.main(["--host", "0.0.0.0", "--port", "9999", "--out", str(tmp_path / "o"), "--checkpoint", str(CHECKPOINT)]) == 0
     err = capsys.readouterr().err
     assert served == {"host": "0.0.0.0", "port": 9999} and "warning: bound to 0.0.0.0" in err
@@ -507,6 +508,30 @@ def test_cli_bad_options_are_one_line_errors(argv, fragment, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("colony-web: error:") and fragment in err and "\n" not in err
+
+
+def test_cli_says_in_one_line_why_it_cannot_serve_or_save_before_it_starts(monkeypatch, tmp_path, capsys):
+    """A port in use, a host name that does not resolve and an --out that cannot be written were found only by
+    uvicorn after "open http://..." (its own log line, exit status 3) or at the end of the first game."""
+    import socket
+
+    monkeypatch.setattr(cli, "serve", lambda app, host, port: pytest.fail("served despite the problem"))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for argv, fragment in [
+            (["--port", str(port), "--no-save"], f"cannot listen on 127.0.0.1 port {port}: "),
+            (["--host", "no-such-host.invalid", "--no-save"], "--host 'no-such-host.invalid' is not an address"),
+            (["--out", str(blocker / "web")], f"--out: cannot write into '{blocker / 'web'}'"),
+        ]:
+            assert cli.main(argv) == 2
+            out, err = capsys.readouterr()
+            assert err.startswith("colony-web: error:") and fragment in err and err.count("\n") == 1
+            assert "open http" not in out
+    assert cli.bind_problem("127.0.0.1", port) is None  # free again once closed
 
 
 def test_network_guided_search_analysis_reports_visits(client):
