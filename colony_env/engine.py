@@ -237,10 +237,19 @@ def new_game(seed: int | np.random.Generator | None = None, max_plies: int = DEF
     The generator draws red's permutation, then blue's. Red is to move (R2.1).
     """
     max_plies = check_max_plies(max_plies)
+    check_seed(seed)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     values = np.array(SATELLITE_VALUES)
     red = rng.permutation(values)
     return setup_game(red, rng.permutation(values), max_plies)
+
+
+def check_seed(seed: Any) -> None:
+    """`ValueError` in one line unless `seed` is None, an int >= 0, or a numpy Generator or SeedSequence
+    (what `numpy.random.default_rng` takes for a game's setup; its own errors do not say what is allowed)."""
+    if not (seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))
+            or (isinstance(seed, (int, np.integer)) and not isinstance(seed, (bool, np.bool_)) and seed >= 0)):
+        raise ValueError(f"seed must be an int >= 0, a numpy Generator or None, got {_one_line(seed, 40)}")
 
 
 def setup_game(red_values: Any, blue_values: Any, max_plies: int = DEFAULT_MAX_PLIES) -> GameState:
@@ -284,6 +293,8 @@ def is_legal(state: GameState, action: int) -> bool:
 
 
 def _as_action(action: Any) -> int:
+    if isinstance(action, (bool, np.bool_)):  # operator.index(True) is 1: a mask entry, not an action id
+        raise IllegalActionError(f"action must be an integer id in 0..{N_ACTIONS - 1} (R8), got {action!r}")
     try:
         return operator.index(action)
     except TypeError:

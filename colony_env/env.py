@@ -190,7 +190,7 @@ from pettingzoo.utils.wrappers import BaseWrapper
 
 from . import frame
 from .constants import BOARD_SIZE, DEFAULT_MAX_PLIES, END_REASONS, I_TO_MOVE, N_ACTIONS, Colour
-from .engine import GameState, IllegalActionError, apply_action, check_max_plies, controlled_counts, new_game
+from .engine import GameState, IllegalActionError, apply_action, check_max_plies, check_seed, controlled_counts, new_game
 from .observation import OBS_CHANNELS, encode_into
 from .symmetry import CANONICAL_SYMMETRY, TRANSPOSE, TRANSPOSE_ACTIONS
 
@@ -310,6 +310,7 @@ class raw_env(AECEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         """Start a new game. `seed` fixes the setup (R2.4): `reset(seed=s)` starts exactly
         `colony_env.new_game(s)`; later unseeded resets continue from that seed's generator."""
+        check_seed(seed)
         if seed is not None or self._rng is None:
             self._rng = np.random.default_rng(seed)
         self._start(new_game(self._rng, self.max_plies))

@@ -118,6 +118,8 @@ _ACTION_RE = re.compile(r"([a-j](?:10|[1-9]))-([a-j](?:10|[1-9]))(?:>([a-j](?:10
 def parse_action(text: str, state: "GameState | None" = None) -> int:
     """Human notation -> action id. `state` is needed for displacements (the landing
     distance must equal the mover's value, R4.2). Raises ValueError explaining the format."""
+    if not isinstance(text, str):
+        raise ValueError(f"cannot read {text!r}: a move is a string such as 'd10-d7', 'c4-g4>h3' or 'pass'")
     t = text.strip().lower().replace(" ", "")
     if t == "pass":
         return PASS_ACTION

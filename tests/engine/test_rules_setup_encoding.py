@@ -50,6 +50,33 @@ def test_r2_4_seeded_and_reproducible():
     assert ce.new_game(7) != ce.new_game(8)
     g = np.random.default_rng(7)
     assert ce.new_game(g) == ce.new_game(7)  # a Generator is accepted as the source
+    assert ce.new_game(np.random.SeedSequence([7, 1])) == ce.new_game(np.random.default_rng([7, 1]))
+
+
+@pytest.mark.parametrize("seed", [-1, "a", True, 1.5, [1, 2]])
+def test_r2_4_a_seed_that_is_not_one_says_what_is_allowed(seed):
+    """NumPy's own errors ("expected non-negative integer", a TypeError about SeedSequence) did not say it,
+    and True was taken as the seed 1."""
+    with pytest.raises(ValueError, match=r"seed must be an int >= 0, a numpy Generator or None, got "):
+        ce.new_game(seed)
+    with pytest.raises(ValueError, match=r"seed must be an int >= 0"):
+        ce.env().reset(seed=seed)
+
+
+@pytest.mark.parametrize("action", [True, np.bool_(False)])
+def test_r8_a_boolean_is_not_an_action_id(action):
+    """`operator.index(True)` is 1: a mask entry passed by mistake was played as action 1 or 0."""
+    s = ce.new_game(0)
+    with pytest.raises(ce.IllegalActionError, match=r"action must be an integer id in 0\.\.16000 \(R8\), got "):
+        ce.apply_action(s, action)
+    with pytest.raises(ce.IllegalActionError, match="must be an integer id"):
+        ce.is_legal(s, action)
+    assert s == ce.new_game(0)
+
+
+def test_r8_notation_that_is_not_a_string_is_a_value_error():
+    with pytest.raises(ValueError, match="cannot read None: a move is a string such as 'd10-d7'"):
+        ce.parse_action(None)
 
 
 def test_r11_3_setup_is_a_uniform_permutation():
