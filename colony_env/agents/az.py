@@ -43,6 +43,9 @@ from .base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS, Agent, require_ongoing
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
 POOL_PER_NODE = 80  # initial room for children per node (a typical position has ~70 legal actions)
 MAX_LEGAL = _core.MAX_LEGAL
+MAX_FROM_CONNECTED = CONNECTED_TO_END - 1
+"""The most connected satellites a leaf that is still a game can have (23 end it, R6.2.1): the largest
+`from_connected` of `RolloutMixEvaluator` that still mixes anywhere."""
 DIRICHLET_TOTAL = 10.83
 """Concentration of the PUCT root's Dirichlet noise summed over the legal actions: alpha = this / legal count
 (KataGo's 0.03 x 361 on Go's board, so the noise is as spread whatever the number of legal actions)."""
@@ -85,7 +88,7 @@ class RolloutMixEvaluator:
         if isinstance(mix, bool) or not isinstance(mix, (int, float)) or not 0.0 <= mix <= 1.0:
             raise ValueError(f"rollout mix must be a number in [0, 1], got {mix!r}")
         for name, v, low, high in (("playouts", playouts, 1, MAX_LEAF_PLAYOUTS),
-                                   ("from_connected", from_connected, 0, CONNECTED_TO_END - 1)):
+                                   ("from_connected", from_connected, 0, MAX_FROM_CONNECTED)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not low <= v <= high:
                 raise ValueError(f"{name} must be an int in {low}..{high}, got {v!r}")
         self.inner = inner

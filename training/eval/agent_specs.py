@@ -41,10 +41,9 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import Agent, GreedyAgent, MCTSAgent, RandomAgent
-from colony_env.agents.az import MAX_LEGAL
+from colony_env.agents.az import MAX_FROM_CONNECTED, MAX_LEGAL
 from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.agents.mcts import DEFAULT_UCT_C
-from colony_env.constants import CONNECTED_TO_END
 
 from ..shipped import shipped_checkpoint
 
@@ -63,7 +62,7 @@ SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "cs": "c_scale", "r": "rollout_mix",
               "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
-AZ_INT_BOUNDS = {"m": MAX_LEGAL, "rn": MAX_LEAF_PLAYOUTS, "rfrom": CONNECTED_TO_END - 1}
+AZ_INT_BOUNDS = {"m": MAX_LEGAL, "rn": MAX_LEAF_PLAYOUTS, "rfrom": MAX_FROM_CONNECTED}
 """The most each integer option takes: no position has more legal actions than `MAX_LEGAL`, and an ongoing
 game has fewer than 23 connected satellites (23 end it, R6.2.1)."""
 AZ_ROOTS = ("gumbel", "puct")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from colony_env.agents.az import ROOTS, SearchConfig
+from colony_env.agents.az import MAX_FROM_CONNECTED, ROOTS, SearchConfig
 from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
-from colony_env.constants import CONNECTED_TO_END
 
 from ..config import CHECKPOINT_OR_EMPTY, CONSIDERED, DEVICE, LADDER_SPECS, RUN_NAME, SEED, SIMULATIONS, Check, Config
 from ..config import at_least, below, between, key, number_at_least, one_of, positive, share
@@ -155,7 +154,7 @@ class ZeroConfig(Config):
         0,
         "Mix only leaves with at least this many connected satellites (0: every leaf; the shipped agent's "
         "`az:N` mixes 0.75 of 16 playouts from 17 on, docs/zero.md; 23 connected end the game, R6.2.1).",
-        below(CONNECTED_TO_END - 1),
+        below(MAX_FROM_CONNECTED),
         Check(lambda v, c: v == 0 or c.rollout_mix > 0, "0 unless rollout_mix > 0 (the mix it limits)"),
     )
     rollout_mix_generations: int = key(
