@@ -508,6 +508,77 @@ def winning_action(a: np.ndarray, actions: np.ndarray, n: int, transposed: bool 
 
 
 @njit(cache=True, inline="always")
+def _mover_result(after: np.ndarray, p: int) -> float:
+    """The result of the finished state `after` for player `p`: +1 win, -1 loss, 0 draw (R7)."""
+    v = red_value(after)
+    return v if p == 0 else -v
+
+
+@njit(cache=True)
+def solve(a: np.ndarray, plies: int, budget: np.ndarray) -> int:
+    """An exact, depth-limited look at ongoing packed state `a` for its mover: +1 when the mover wins within
+    `plies` plies whatever the opponent does, -1 when the opponent wins within them whatever the mover does,
+    0 otherwise (undecided in that depth, a draw, or `budget[0]` nodes used up: it is decremented per node).
+
+    Plain minimax over every legal action (R4), turns as the engine gives them (grace moves, R6.3, keep the
+    mover), with a decisive move tried first at each node and quiet moves (`_is_quiet`, which cannot end the
+    game) after the others. Late in the game only the few unconnected satellites move (R3.2), so the tree is
+    small there; early it is not, and the budget bounds the cost."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return 0
+    p = a[I_TO_MOVE]
+    buf = np.empty(MAX_LEGAL, np.int16)
+    n = _core.legal_into(a, buf)
+    for i in range(n):  # a decisive move
+        if may_end_game(a, buf[i]):
+            after = _core.apply_unchecked(a, buf[i])
+            if after[I_REASON] != 0 and _mover_result(after, p) == 1.0:
+                return 1
+    all_lost = True
+    for phase in range(2):  # the moves that may end the game first, quiet ones after
+        for i in range(n):
+            ending = may_end_game(a, buf[i])
+            if ending != (phase == 0):
+                continue
+            after = _core.apply_unchecked(a, buf[i])
+            if after[I_REASON] != 0:
+                v = int(_mover_result(after, p))
+            elif plies <= 1:
+                return 0  # an ongoing position at the horizon: undecided
+            else:
+                v = solve(after, plies - 1, budget)
+                if after[I_TO_MOVE] != p:
+                    v = -v
+            if v == 1:
+                return 1
+            if v != -1:
+                all_lost = False
+                if budget[0] < 0:
+                    return 0
+    return -1 if all_lost else 0
+
+
+@njit(cache=True)
+def solve_actions(a: np.ndarray, actions: np.ndarray, n: int, plies: int, budget: int,
+                  transposed: bool = False) -> np.ndarray:
+    """`solve` of each of `actions[:n]` (legal in `a`; the board frame, or the transposed one as blue's canonical
+    ids are) for `a`'s mover: int64[n] of +1 (the action wins within `plies` more plies), -1 (it loses within
+    them), 0 (undecided). `budget` nodes in all; actions met after it is spent are undecided."""
+    p = a[I_TO_MOVE]
+    out = np.zeros(n, np.int64)
+    left = np.array([budget], np.int64)
+    for i in range(n):
+        after = _core.apply_unchecked(a, to_frame(actions[i], transposed))
+        if after[I_REASON] != 0:
+            out[i] = int(_mover_result(after, p))
+        elif plies > 0 and left[0] > 0:
+            v = solve(after, plies, left)
+            out[i] = v if after[I_TO_MOVE] == p else -v
+    return out
+
+
+@njit(cache=True, inline="always")
 def _start_and_landing(board: np.ndarray, action: int) -> tuple[int, int]:
     """The cell a move or displacement (R4, ids R8) starts from and the cell the moving satellite lands on."""
     if action < DISPLACEMENT_BASE:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
 import colony_env as ce
 from colony_env.agents._az import considered_visits_table
-from colony_env.agents._search import position_seeds, random_playout, winning_action
+from colony_env.agents._search import position_seeds, random_playout, solve, solve_actions, winning_action
 from colony_env.agents.az import MAX_LEGAL, AZAgent, BatchedSearch, RolloutMixEvaluator, SearchConfig, pruned_visits
 from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
@@ -298,6 +300,99 @@ def test_decisive_scores_a_move_that_hands_the_opponent_a_win_as_lost():
     pytest.fail(f"only {found} positions with a move that hands the opponent a win found")
 
 
+def minimax(s: ce.GameState, plies: int) -> int:
+    """The reference for `_search.solve`: plain minimax over every legal action through the public engine, for
+    the colour to move: +1 it wins within `plies` plies, -1 it loses within them, 0 neither (or a draw)."""
+    values = []
+    for a in ce.legal_actions(s):
+        n = ce.apply_action(s, int(a))
+        if n.is_over:
+            values.append(0 if n.winner is None else (1 if n.winner == s.to_move else -1))
+        elif plies <= 1:
+            values.append(0)
+        else:
+            values.append(minimax(n, plies - 1) * (1 if n.to_move == s.to_move else -1))
+    return 1 if 1 in values else (-1 if all(v == -1 for v in values) else 0)
+
+
+def late_positions(seeds: range, from_connected: int, most_legal: int) -> list[ce.GameState]:
+    """Positions of random games with `from_connected`+ connected satellites and at most `most_legal` actions."""
+    return [s for s in random_game_positions(seeds) if sum(ce.connected_counts(s)) >= from_connected
+            and len(ce.legal_actions(s)) <= most_legal]
+
+
+def test_solve_agrees_with_plain_minimax_on_late_positions():
+    """The compiled solver (decisive moves first, quiet moves last, turns as the engine gives them, grace
+    included) must find exactly what minimax over the public engine finds, at 1 to 3 plies."""
+    states = late_positions(range(40), 18, 16)
+    seen = collections.Counter()
+    for s in states[::4]:
+        for plies in (1, 2, 3):
+            want = minimax(s, plies)
+            assert solve(s._a, plies, np.array([10**7], np.int64)) == want
+            seen[want] += 1
+    assert seen[1] >= 20 and seen[-1] >= 5 and seen[0] >= 20  # the comparison met every answer
+
+
+def test_solve_actions_transposed_and_out_of_budget():
+    """`solve_actions` values each action as minimax values the position after it, for the mover, in the
+    board frame and in blue's transposed ids alike; with no budget every ongoing action is undecided."""
+    s = next(p for p in late_positions(range(40), 20, 24) if minimax(p, 2) != 0)
+    legal = ce.legal_actions(s).astype(np.int64)
+    want = [minimax_after(s, int(a), 2) for a in legal]
+    got = solve_actions(s._a, legal, len(legal), 2, 10**7)
+    assert got.tolist() == want
+    assert solve_actions(s._a, TRANSPOSE_ACTIONS[legal], len(legal), 2, 10**7, True).tolist() == want
+    ended = [int(ce.apply_action(s, int(a)).is_over) for a in legal]
+    starved = solve_actions(s._a, legal, len(legal), 2, 0)
+    assert all(v == 0 or e for v, e in zip(starved.tolist(), ended))
+
+
+def minimax_after(s: ce.GameState, action: int, plies: int) -> int:
+    """`minimax` of the position after `action`, for the mover of `s`."""
+    n = ce.apply_action(s, action)
+    if n.is_over:
+        return 0 if n.winner is None else (1 if n.winner == s.to_move else -1)
+    return minimax(n, plies) * (1 if n.to_move == s.to_move else -1)
+
+
+def test_root_solver_plays_a_proven_win_and_never_a_proven_loss():
+    """`SearchConfig.solve_plies`: late in the game an action that wins within the depth is played after the root's
+    one evaluation, whatever the network thinks; actions that lose within it get no visit and no target, and
+    are not played, even where the network likes them best. Off (0), the same search plays them."""
+    def fond_of(bad: set[int]):
+        def evaluator(states, obs, ids, counts):  # prefers the given canonical ids, thinks it is level
+            return np.where(np.isin(ids, list(bad)), 5.0, 0.0), np.zeros(len(states))
+        return evaluator
+
+    won = lost = 0
+    for s in late_positions(range(60), 18, 40):
+        legal = ce.legal_actions(s).astype(np.int64)
+        if len(legal) < 3:
+            continue
+        values = [minimax_after(s, int(a), 2) for a in legal]
+        ids = legal if s.to_move == ce.Colour.RED else TRANSPOSE_ACTIONS[legal]
+        if 1 in values and won < 3:
+            search = BatchedSearch(fond_of(set()), SearchConfig(simulations=32, solve_plies=3))
+            r = search.search([s], np.random.default_rng(0))[0]
+            assert values[legal.tolist().index(r.action)] == 1 and search.leaf_evaluations == 1
+            won += 1
+        elif -1 in values and 0 in values and lost < 3:
+            bad = {int(i) for i, v in zip(ids, values) if v == -1}
+            for seed in range(3):
+                r = BatchedSearch(fond_of(bad), SearchConfig(simulations=32, solve_plies=3)).search(
+                    [s], np.random.default_rng(seed))[0]
+                assert values[legal.tolist().index(r.action)] != -1
+                marked = np.isin(r.canonical_actions, list(bad))
+                assert r.visits[marked].sum() == 0 and r.policy[marked].sum() < 1e-12
+            off = BatchedSearch(fond_of(bad), SearchConfig(simulations=32)).search([s], np.random.default_rng(0))[0]
+            assert off.visits[np.isin(off.canonical_actions, list(bad))].sum() > 0
+            lost += 1
+        if won == 3 and lost == 3:
+            return
+    pytest.fail(f"found {won} positions with a proven win and {lost} with proven losses, want 3 each")
+
+
 def test_search_rejects_bad_input():
     with pytest.raises(ValueError, match="simulations"):
         SearchConfig(simulations=0)
@@ -320,6 +415,10 @@ def test_search_rejects_bad_input():
         SearchConfig(root="puct", forced_playouts=-1.0)
     with pytest.raises(ValueError, match="root"):
         SearchConfig(root="alpha")
+    with pytest.raises(ValueError, match=r"solve_plies must be an int in 0\.\.9"):
+        SearchConfig(solve_plies=10)
+    with pytest.raises(ValueError, match="Gumbel root"):
+        SearchConfig(root="puct", solve_plies=3)
     with pytest.raises(ValueError, match="c_puct"):
         SearchConfig(c_puct=float("nan"))
     s = forced_pass_state()
