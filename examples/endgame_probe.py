@@ -6,6 +6,7 @@
     python examples/endgame_probe.py sample checkpoints/resume/zero-pcr-int8.pt [--network NET]
     python examples/endgame_probe.py choices RUN/games.jsonl --from 17 --playouts 64
     python examples/endgame_probe.py paired RUN_A/games.jsonl RUN_B/games.jsonl --opponent mcts:1000
+    python examples/endgame_probe.py proven RUN/games.jsonl --agent zero:az:200 --plies 5 --from 18
 
 `results` reads a `colony-eval` run's game records and counts the agent's wins, draws and losses
 by how the game ended (R6.2: `connected23`, `grace`, `passes`, `ply_limit`), and in how many
@@ -36,6 +37,13 @@ with the same --seed: each game is known by its seed, setup and colours): on the
 each agent's score, the mean difference game by game with its 95% interval, and how many games each
 won that the other lost. Pairing removes the setups' own luck, which two separate intervals keep.
 
+`proven` looks at the agent's late positions (`--from` connected satellites on) with the exact, depth-limited
+solver of the search (`_search.solve`, `--plies` deep): per result, in how many games the agent moved from a
+position not proven lost into one proven lost (within `--plies` - 1 more plies), in how many its position was
+proven lost before any such move, and how many proven wins it did not keep. A move into a proven loss is one the
+search's root solver (`az:N:solve=D`) would not have played; whether the game was lost already, deeper than the
+solver sees, it cannot tell.
+
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
 docs/zero.md ("Where the agent loses"; `choices` in "Playouts from 12 connected satellites")
@@ -53,7 +61,8 @@ from pathlib import Path
 import numpy as np
 
 import colony_env as ce
-from colony_env.agents._search import rollout_mover_means, rollout_values, winning_action
+from colony_env.agents._search import (connected_totals, rollout_mover_means, rollout_values, solve, solve_actions,
+                                       winning_action)
 from colony_env.agents.az import SEED_HIGH
 from colony_env.engine import GameState
 
@@ -135,6 +144,33 @@ def results(games: list[dict], agent: str) -> dict:
                 worst = "avoidable" if avoidable or worst == "avoidable" else "forced"
         handed[worst or "none"] += 1
     return {"table": table, "handed": handed}
+
+
+def proven(games: list[dict], agent: str, plies: int, from_connected: int, budget: int = 2_000_000) -> dict:
+    """{(result, 'into a loss' | 'lost before' | 'neither'): games} and the positions looked at, for `agent`'s
+    moves from `from_connected` connected satellites on (`_search.solve`, `plies` deep; `budget` positions per
+    look, past which it says undecided)."""
+    table: collections.Counter = collections.Counter()
+    looked = missed = 0
+    for g in games:
+        names = g["agents"]
+        if agent not in names.values():
+            continue
+        colour = 0 if names["red"] == agent else 1
+        kind = "neither"
+        for _, s, a in _positions(g):
+            if s.to_move != colour or connected_totals(s._a[None, :])[0] < from_connected:
+                continue
+            before = solve(s._a, plies, np.array([budget], np.int64))
+            after = int(solve_actions(s._a, np.array([a], np.int64), 1, plies - 1, budget)[0])
+            looked += 1
+            missed += before == 1 and after != 1
+            if kind == "neither" and before == -1:
+                kind = "lost before"
+            elif kind == "neither" and after == -1:
+                kind = "into a loss"
+        table[(_result_for(g, colour), kind)] += 1
+    return {"table": table, "looked": looked, "missed": missed}
 
 
 def paired(first: list[dict], second: list[dict], opponent: str) -> dict:
@@ -289,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     pa.add_argument("first", help="games.jsonl of the first agent's colony-eval run")
     pa.add_argument("second", help="games.jsonl of the second agent's run, with the same --seed")
     pa.add_argument("--opponent", required=True, help="the opponent's spec, as the records name it (e.g. mcts:1000)")
+    pr = sub.add_parser("proven", help="late moves into positions an exact solver proves lost, per result")
+    pr.add_argument("records", nargs="+", help="games.jsonl files of colony-eval runs")
+    pr.add_argument("--agent", required=True, help="the agent's spec, as the records name it (e.g. zero:az:200)")
+    pr.add_argument("--plies", type=int, default=5, help="the solver's depth from the agent's position (default 5)")
+    pr.add_argument("--from", dest="from_connected", type=int, default=18,
+                    help="only positions with this many connected satellites or more (default 18)")
     p = sub.add_parser("sample", help="the values table on a colony-zero resume point's own replay sample")
     p.add_argument("point", help="a resume point file (colony-zero --export-resume)")
     p.add_argument("--network", help="judge with this checkpoint instead of the resume point's own network")
@@ -345,6 +387,22 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             cells = [r[(r[:, 0] >= lo) & (r[:, 0] <= hi), 1] for lo, hi in PHASES]
             print(f"{spec:40s} " + "".join(f"{1e3 * x.mean():10.1f}" if len(x) else f"{'-':>10}" for x in cells)
                   + f"{1e3 * r[:, 1].mean():10.1f}")
+        return 0
+    if args.command == "proven":
+        if not 1 <= args.plies <= 9 or not 0 <= args.from_connected <= 23:
+            ap.error("--plies must be in 1..9 (the cost grows as a power of it) and --from in 0..23 (23 connected "
+                     "satellites end the game, R6.2.1)")
+        out = proven(games, args.agent, args.plies, args.from_connected)
+        if not out["table"]:
+            print(f"endgame_probe: no game of {args.agent!r} in the records", file=sys.stderr)
+            return 2
+        print(f"result  games  moved into a proven loss  proven lost before  neither   ({out['looked']} positions, "
+              f"{args.plies} plies, from {args.from_connected} connected)")
+        for res in "WDL":
+            row = [out["table"][(res, k)] for k in ("into a loss", "lost before", "neither")]
+            if sum(row):
+                print(f"{res:6s}  {sum(row):5d}  {row[0]:24d}  {row[1]:18d}  {row[2]:7d}")
+        print(f"proven wins not kept: {out['missed']}")
         return 0
     if args.command == "results":
         out = results(games, args.agent)
