@@ -40,9 +40,9 @@ won that the other lost. Pairing removes the setups' own luck, which two separat
 `proven` looks at the agent's late positions (`--from` connected satellites on) with the exact, depth-limited
 solver of the search (`_search.solve`, `--plies` deep): per result, in how many games the agent moved from a
 position not proven lost into one proven lost (within `--plies` - 1 more plies), in how many its position was
-proven lost before any such move, and how many proven wins it did not keep. A move into a proven loss is one the
-search's root solver (`az:N:solve=D`) would not have played; whether the game was lost already, deeper than the
-solver sees, it cannot tell.
+proven lost before any such move, and how many proven wins it did not keep. A move into a proven loss is one a
+root solver in the search would not have played (docs/zero.md, "An exact solver at the root"); whether the game was
+lost already, deeper than the solver sees, it cannot tell.
 
 `cost` times agents on the same positions (every k-th position of the records, so that all phases
 are in it): the CPU seconds of one move each, one process, one game at a time, by phase and in all.
@@ -147,10 +147,12 @@ def results(games: list[dict], agent: str) -> dict:
 
 
 def proven(games: list[dict], agent: str, plies: int, from_connected: int, budget: int = 2_000_000) -> dict:
-    """{(result, 'into a loss' | 'lost before' | 'neither'): games} and the positions looked at, for `agent`'s
+    """{(result, 'into a loss' | 'lost before' | 'neither'): games}, the positions looked at, and where the 'lost
+    before' games were first proven lost (connected satellites: games), for `agent`'s
     moves from `from_connected` connected satellites on (`_search.solve`, `plies` deep; `budget` positions per
     look, past which it says undecided)."""
     table: collections.Counter = collections.Counter()
+    first_lost: collections.Counter = collections.Counter()  # connected satellites where a game was first proven lost
     looked = missed = 0
     for g in games:
         names = g["agents"]
@@ -167,10 +169,11 @@ def proven(games: list[dict], agent: str, plies: int, from_connected: int, budge
             missed += before == 1 and after != 1
             if kind == "neither" and before == -1:
                 kind = "lost before"
+                first_lost[int(connected_totals(s._a[None, :])[0])] += 1
             elif kind == "neither" and after == -1:
                 kind = "into a loss"
         table[(_result_for(g, colour), kind)] += 1
-    return {"table": table, "looked": looked, "missed": missed}
+    return {"table": table, "looked": looked, "missed": missed, "first_lost": first_lost}
 
 
 def paired(first: list[dict], second: list[dict], opponent: str) -> dict:
@@ -403,6 +406,8 @@ def _run(args: argparse.Namespace, ap: argparse.ArgumentParser) -> int:
             if sum(row):
                 print(f"{res:6s}  {sum(row):5d}  {row[0]:24d}  {row[1]:18d}  {row[2]:7d}")
         print(f"proven wins not kept: {out['missed']}")
+        where = ", ".join(f"{c}: {n}" for c, n in sorted(out["first_lost"].items())) or "none"
+        print(f"games proven lost before a move into a loss, by connected satellites there: {where}")
         return 0
     if args.command == "results":
         out = results(games, args.agent)

@@ -224,21 +224,19 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
                   max_considered: int | None = None, gumbel_scale: float | None = None,
                   rollout_mix: float = 0.0, name: str | None = None, bf16: bool = False, int8: bool = False,
                   decisive: bool | None = None, rollout_playouts: int = 1, rollout_from: int = 0,
-                  c_scale: float | None = None, solve_plies: int = 0, solve_from: int | None = None) -> AZAgent:
+                  c_scale: float | None = None) -> AZAgent:
     """A checkpoint's network guiding `simulations` simulations per move (priors and values at every node);
     `bf16`: its convolutions in bfloat16 under autocast (PPO's `precision: bf16`; fast where the CPU has
     bf16 instructions, emulated and slow where it has not); `int8`: its stem and trunk quantized to int8
     (`quantize.int8_copy`; the heads stay float32); `decisive`: `SearchConfig.decisive` (None: its default);
     `rollout_mix`, `rollout_playouts`, `rollout_from`: `RolloutMixEvaluator`'s share, playouts per leaf and the
-    connected satellites it starts at; `c_scale`: `SearchConfig.c_scale` (None: its default); `solve_plies`:
-    `SearchConfig.solve_plies`, the late-game root solver (0: off), from `solve_from` connected satellites on
-    (None: `SearchConfig`'s default)."""
+    connected satellites it starts at; `c_scale`: `SearchConfig.c_scale` (None: its default)."""
     model, data = load_model(path)
     if int8:
         from .quantize import int8_copy
         model = int8_copy(model)
     model.bf16_trunk = bf16
-    options: dict[str, object] = {"simulations": simulations, "root": root, "solve_plies": solve_plies}
+    options: dict[str, object] = {"simulations": simulations, "root": root}
     if c_puct is not None:
         options["c_puct"] = c_puct
     if max_considered is not None:
@@ -249,8 +247,6 @@ def load_az_agent(path: str | Path, simulations: int, root: str = "gumbel", c_pu
         options["decisive"] = decisive
     if c_scale is not None:
         options["c_scale"] = c_scale
-    if solve_from is not None:
-        options["solve_from"] = solve_from
     return AZAgent(leaf_evaluator(model, "cpu", rollout_mix, reading=ValueReading.of_checkpoint(data),
                                   playouts=rollout_playouts, from_connected=rollout_from),
                    SearchConfig(**options),

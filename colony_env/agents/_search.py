@@ -1,4 +1,5 @@
-"""Compiled kernels of the engine-level agents: UCT search with random rollouts, greedy scoring.
+"""Compiled kernels of the engine-level agents: UCT search with random rollouts, greedy scoring, and an exact
+depth-limited solver of late positions (for analysis: `examples/endgame_probe.py proven`).
 
 Everything here runs on the packed state vector (`constants.py`) and calls only the
 engine's own kernels (`frame.legal_into`'s legal ids, `_core.apply_unchecked`, `_core.winner`,
@@ -492,6 +493,13 @@ def may_end_game(a: np.ndarray, action: int) -> bool:
     return a[I_FINISHED] >= 0 or not _is_quiet(a, action)
 
 
+@njit(cache=True, inline="always")
+def _mover_result(after: np.ndarray, p: int) -> float:
+    """The result of the finished state `after` for player `p`: +1 win, -1 loss, 0 draw (R7)."""
+    v = red_value(after)
+    return v if p == 0 else -v
+
+
 @njit(cache=True)
 def winning_action(a: np.ndarray, actions: np.ndarray, n: int, transposed: bool = False) -> int:
     """Index of the first of `actions[:n]` (legal; in the board frame, or with `transposed` in the
@@ -502,16 +510,9 @@ def winning_action(a: np.ndarray, actions: np.ndarray, n: int, transposed: bool 
         action = to_frame(actions[i], transposed)
         if may_end_game(a, action):
             after = _core.apply_unchecked(a, action)
-            if after[I_REASON] != 0 and red_value(after) == (1.0 if p == 0 else -1.0):
+            if after[I_REASON] != 0 and _mover_result(after, p) == 1.0:
                 return i
     return -1
-
-
-@njit(cache=True, inline="always")
-def _mover_result(after: np.ndarray, p: int) -> float:
-    """The result of the finished state `after` for player `p`: +1 win, -1 loss, 0 draw (R7)."""
-    v = red_value(after)
-    return v if p == 0 else -v
 
 
 @njit(cache=True)

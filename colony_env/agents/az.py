@@ -37,7 +37,7 @@ from ..engine import GameState, legal_actions
 from ..observation import OBS_SHAPE
 from ..symmetry import TRANSPOSE_ACTIONS, canonical_action_to_board
 from . import _az
-from ._search import connected_totals, position_seeds, rollout_mover_means_seeded, solve_actions
+from ._search import connected_totals, position_seeds, rollout_mover_means_seeded
 from .base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS, Agent, require_ongoing
 
 ROOTS = {"puct": _az.ROOT_PUCT, "gumbel": _az.ROOT_GUMBEL}
@@ -46,11 +46,6 @@ MAX_LEGAL = _core.MAX_LEGAL
 MAX_FROM_CONNECTED = CONNECTED_TO_END - 1
 """The most connected satellites a leaf that is still a game can have (23 end it, R6.2.1): the largest
 `from_connected` of `RolloutMixEvaluator` that still mixes anywhere."""
-MAX_SOLVE_PLIES = 9
-"""The deepest root solver (`SearchConfig.solve_plies`): its cost grows with the legal moves to this power."""
-SOLVE_NODES = 400_000
-"""Positions the root solver may visit for one root (about a second on one core): a bound on its cost where the
-late game still has many moves; the actions it has not reached by then count as undecided."""
 DIRICHLET_TOTAL = 10.83
 """Concentration of the PUCT root's Dirichlet noise summed over the legal actions: alpha = this / legal count
 (KataGo's 0.03 x 361 on Go's board, so the noise is as spread whatever the number of legal actions)."""
@@ -148,14 +143,6 @@ class SearchConfig:
     ends the game with a win is scored as that exact win, and the walk takes that action there; at the
     root the search plays it without simulating. Costs no network evaluation, only one application of
     each action that may end the game (`_search.winning_action`)."""
-    solve_plies: int = 0
-    """A late-game solver at the root: from `solve_from` connected satellites on, every root action is looked
-    at exactly to this many plies in all (`_search.solve_actions`, minimax over every legal action, at most
-    `SOLVE_NODES` positions a root); an action that wins in that depth is played without simulating, and
-    the actions that lose in it are left out of the search unless all do. 0 = off. Costs no network
-    evaluation."""
-    solve_from: int = 18
-    """Connected satellites (both colours; 23 end the game, R6.2.1) from which the root solver looks."""
 
     def __post_init__(self) -> None:
         if isinstance(self.simulations, bool) or not isinstance(self.simulations, (int, np.integer)) \
@@ -170,17 +157,10 @@ class SearchConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        for name, low, high in (("solve_plies", 0, MAX_SOLVE_PLIES), ("solve_from", 0, MAX_FROM_CONNECTED)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not low <= v <= high:
-                raise ValueError(f"{name} must be an int in {low}..{high}, got {v!r}")
         if not isinstance(self.decisive, (bool, np.bool_)):
             raise ValueError(f"decisive must be True or False, got {self.decisive!r}")
         if self.root_dirichlet > 1:
             raise ValueError(f"root_dirichlet is a share in [0, 1], got {self.root_dirichlet!r}")
-        if self.solve_plies and self.root != "gumbel":
-            raise ValueError("solve_plies belongs to the Gumbel root (it takes losing actions out of its "
-                             "candidates): set root='gumbel' or leave it 0")
         if (self.forced_playouts or self.root_dirichlet) and self.root != "puct":
             raise ValueError("forced_playouts and root_dirichlet belong to the PUCT root: "
                              "set root='puct' or leave them 0")
@@ -249,7 +229,6 @@ class BatchedSearch:
         self.config = config or SearchConfig()
         self.leaf_evaluations = 0  # leaves sent to the evaluator (for benchmarks)
         self.evaluator_calls = 0
-        self.solved_roots = 0  # roots the late-game solver looked at (`SearchConfig.solve_plies`)
         self._table = _az.considered_visits_table(self.config.max_considered, self.config.simulations)
 
     def search(self, states: list[GameState] | np.ndarray,
@@ -330,15 +309,11 @@ class BatchedSearch:
         for b in range(n_trees):
             n = int(node_nkids[b, 0])
             n_considered[b] = min(cfg.max_considered, n)
-            if cfg.solve_plies and n > 1 and node_win[b, 0] < 0:
-                self._solve_root(b, n, node_state, node_first, node_win, pool_action, pool_logit,
-                                 n_considered, clean_root_logits)
             if cfg.root == "gumbel" and cfg.gumbel_scale > 0:
                 root_gumbel[b, :n] = cfg.gumbel_scale * rngs[b].gumbel(size=n)
             if cfg.root_dirichlet > 0 and n > 1:
                 roots = slice(node_first[b, 0], node_first[b, 0] + n)
-                if clean_root_logits[b] is None:  # else the solver kept them already
-                    clean_root_logits[b] = pool_logit[b, roots].copy()
+                clean_root_logits[b] = pool_logit[b, roots].copy()
                 noise = rngs[b].dirichlet(np.full(n, DIRICHLET_TOTAL / n))
                 mixed = (1.0 - cfg.root_dirichlet) * np.exp(pool_logit[b, roots]) + cfg.root_dirichlet * noise
                 pool_logit[b, roots] = np.log(np.maximum(mixed, 1e-300))
@@ -352,31 +327,6 @@ class BatchedSearch:
                              pool_action, pool_logit, pool_child, root_gumbel, clean_root_logits[b],
                              int(node_win[b, 0]))
                 for b in range(n_trees)]
-
-    def _solve_root(self, b: int, n: int, node_state: np.ndarray, node_first: np.ndarray, node_win: np.ndarray,
-                    pool_action: np.ndarray, pool_logit: np.ndarray, n_considered: np.ndarray,
-                    clean_root_logits: list) -> None:
-        """`SearchConfig.solve_plies` at root b (n children): mark a winning action as decisive, or take the
-        losing ones out of the Gumbel root's candidates (their logits to -1e9) unless every action loses."""
-        cfg = self.config
-        root = node_state[b, 0]
-        if connected_totals(root[None, :])[0] < cfg.solve_from:
-            return
-        roots = slice(int(node_first[b, 0]), int(node_first[b, 0]) + n)
-        values = solve_actions(root, pool_action[b, roots], n, cfg.solve_plies - 1, SOLVE_NODES,
-                               bool(root[I_TO_MOVE] == 1))
-        self.solved_roots += 1
-        wins = np.flatnonzero(values == 1)
-        if wins.size:
-            node_win[b, 0] = int(wins[0])
-            return
-        lost = values == -1
-        if lost.any() and not lost.all():
-            clean_root_logits[b] = pool_logit[b, roots].copy()
-            logits = pool_logit[b, roots]
-            logits[lost] = -1e9
-            pool_logit[b, roots] = logits
-            n_considered[b] = min(cfg.max_considered, n - int(lost.sum()))
 
     def _result(self, b: int, node_state: np.ndarray, node_visits: np.ndarray, node_wred: np.ndarray,
                 node_raw: np.ndarray, node_first: np.ndarray, node_nkids: np.ndarray, pool_action: np.ndarray,

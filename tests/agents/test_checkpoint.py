@@ -402,6 +402,8 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
         kinds[(res, kind)] += 1
     got = probe.proven(probe._games([str(path)]), "rnd", 2, 20)
     assert dict(got["table"]) == dict(kinds) and got["looked"] > 0
+    assert sum(got["first_lost"].values()) == sum(n for (_, k), n in kinds.items() if k == "lost before")
+    assert all(20 <= c <= 22 for c in got["first_lost"])
     assert kinds[("L", "into a loss")] + kinds[("W", "into a loss")] >= 1  # random moves walk into losses
     assert probe.main(["proven", str(path), "--agent", "rnd", "--plies", "2", "--from", "20"]) == 0
     assert "moved into a proven loss" in capsys.readouterr().out

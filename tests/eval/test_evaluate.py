@@ -183,8 +183,6 @@ def test_bad_agent_specs_say_what_is_allowed(spec):
     ("checkpoint:x.pt:az:8:m=1922", r"m: must be an integer in 1\.\.1921, got 1922"),
     ("checkpoint:x.pt:az:8:rn=1001", r"rn: must be an integer in 1\.\.1000, got 1001"),
     ("checkpoint:x.pt:az:8:rfrom=23", r"rfrom: must be an integer in 1\.\.22, got 23"),
-    ("checkpoint:x.pt:az:8:solve=10", r"solve: must be an integer in 1\.\.9, got 10"),
-    ("checkpoint:x.pt:az:8:solve=5:sfrom=23", r"sfrom: must be an integer in 1\.\.22, got 23"),
     ("zero:az:8:m=99999999999999999999", r"'zero:az:8:m=99999999999999999999': m: must be an integer in 1\.\.1921"),
 ])
 def test_spec_numbers_past_what_a_search_can_hold_are_refused_in_one_line(spec, said):
@@ -332,19 +330,15 @@ def test_a_checkpoint_spec_plays_through_the_evaluator(tmp_path):
     with pytest.raises(AgentSpecError, match="bf16 and int8 exclude each other"):
         make_agent(spec + ":az:6:bf16:int8")
     # late-leaf playouts and decisive moves reach the evaluator and the search
-    late = make_agent(spec + ":az:6:r=0.5:rn=4:rfrom=17:decisive=1:solve=3:sfrom=20")
+    late = make_agent(spec + ":az:6:r=0.5:rn=4:rfrom=17:decisive=1")
     ev_ = late.inner.search.evaluator
     assert (ev_.mix, ev_.playouts, ev_.from_connected) == (0.5, 4, 17) and late.inner.search.config.decisive
-    assert (late.inner.search.config.solve_plies, late.inner.search.config.solve_from) == (3, 20)
-    assert az.inner.search.config.solve_plies == 0
     assert all(ce.is_legal(s, m) for s, m in zip(states, late.act_batch(states, rngs)))
     assert not az.inner.search.config.decisive
     moved = make_agent(spec + ":az:6:rfrom=20").inner.search.evaluator  # rn / rfrom without r= change the default
     assert (moved.mix, moved.playouts, moved.from_connected) == (0.75, 16, 20)
     for bad, said in ((":az:6:r=0:rn=4", "which r=0 turns off"), (":az:6:r=0.5:rfrom=0", r"rfrom: must be an integer in 1\.\.22"),
-                      (":az:6:decisive=yes", "decisive must be 0 or 1"),
-                      (":az:6:puct:solve=3", "solve=D belongs to the Gumbel root"),
-                      (":az:6:sfrom=20", "give solve=D too")):
+                      (":az:6:decisive=yes", "decisive must be 0 or 1")):
         with pytest.raises(AgentSpecError, match=said):
             make_agent(spec + bad)
 

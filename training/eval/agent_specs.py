@@ -11,7 +11,7 @@
 | `checkpoint:PATH:mcts:N` | the policy as the root prior of an N-simulation MCTS          |
 | `checkpoint:PATH:mcts:N:C` | the same with the root's PUCT constant C                   |
 | `checkpoint:PATH:az:N`   | the network at every node: N simulations, network priors and values (random playouts mixed in at late leaves, `AZ_LEAF_DEFAULT`), Gumbel root, completed Q weighted `AZ_C_SCALE_DEFAULT` |
-| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `cs=X` (Gumbel: the weight of completed Q against the prior, `SearchConfig.c_scale`; `AZ_C_SCALE_DEFAULT`, 1, unless given), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `solve=D` (the late-game root solver D plies deep, `SearchConfig.solve_plies`), `sfrom=K` (it looks from K connected satellites on, default 18), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
+| `checkpoint:PATH:az:N:OPT...` | options: `puct` (PUCT root, most visited move), `gumbel`, `c=X` (c_puct), `m=K` (Gumbel: actions considered), `noise=X` (Gumbel noise scale; 0 = deterministic), `cs=X` (Gumbel: the weight of completed Q against the prior, `SearchConfig.c_scale`; `AZ_C_SCALE_DEFAULT`, 1, unless given), `r=X` (leaf value mixed with random playouts, share X, at every leaf; `r=0`: the network's value alone), `rn=N` (playouts per leaf, default 1), `rfrom=K` (mix only at leaves with K or more connected satellites); without `r=` the leaves are `AZ_LEAF_DEFAULT`'s (`rn`/`rfrom` may change it), `decisive=0|1` (decisive moves, `SearchConfig.decisive`), `bf16` (the network's convolutions in bfloat16), `int8` (its stem and trunk in int8, `training/quantize.py`) |
 | `zero`                   | the shipped colony-zero network (`checkpoints/colony_zero.pt`), most likely legal action |
 | `zero:SUFFIX`            | the same network with any checkpoint suffix above: `zero:az:200` (its search), `zero:sample`, `zero:mcts:200` |
 | `ppo`                    | the shipped self-play PPO network (`checkpoints/colony_ppo.pt`) |
@@ -41,7 +41,7 @@ import numpy as np
 
 import colony_env as ce
 from colony_env.agents import Agent, GreedyAgent, MCTSAgent, RandomAgent
-from colony_env.agents.az import MAX_FROM_CONNECTED, MAX_LEGAL, MAX_SOLVE_PLIES
+from colony_env.agents.az import MAX_FROM_CONNECTED, MAX_LEGAL
 from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.agents.mcts import DEFAULT_UCT_C
 
@@ -53,7 +53,7 @@ SPEC_HELP = (
     "and every checkpoint suffix below applies), 'mcts:N' (N simulations per move, e.g. mcts:200), "
     "'mcts:N:C' (uct_c C), 'checkpoint:PATH' (trained policy, greedy), 'checkpoint:PATH:sample', "
     "'checkpoint:PATH:mcts:N[:C]' (the policy guiding N simulations of MCTS with rollouts) "
-    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:cs=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:solve=D][:sfrom=K][:bf16|:int8]' (the network's priors and values at every node, "
+    "or 'checkpoint:PATH:az:N[:puct][:c=X][:m=K][:noise=X][:cs=X][:r=X][:rn=N][:rfrom=K][:decisive=0|1][:bf16|:int8]' (the network's priors and values at every node, "
     "mixed with random playouts at late leaves unless r= says otherwise)"
 )
 SAMPLE_SUFFIX = ":sample"
@@ -61,13 +61,10 @@ GREEDY_SUFFIX = ":greedy"
 SEARCH_SUFFIX_RE = re.compile(r":mcts:([^:]*)(?::([^:]*))?$", re.IGNORECASE)
 AZ_SUFFIX_RE = re.compile(r":az:([^:]*)((?::[^:]*)*)$", re.IGNORECASE)
 AZ_OPTIONS = {"c": "c_puct", "m": "max_considered", "noise": "gumbel_scale", "cs": "c_scale", "r": "rollout_mix",
-              "rn": "rollout_playouts", "rfrom": "rollout_from", "solve": "solve_plies",
-              "sfrom": "solve_from"}  # az:N:key=value
-AZ_INT_BOUNDS = {"m": MAX_LEGAL, "rn": MAX_LEAF_PLAYOUTS, "rfrom": MAX_FROM_CONNECTED, "solve": MAX_SOLVE_PLIES,
-                 "sfrom": MAX_FROM_CONNECTED}
-"""The most each integer option takes: no position has more legal actions than `MAX_LEGAL`, an ongoing
-game has fewer than 23 connected satellites (23 end it, R6.2.1), and the root solver's cost grows with its
-plies as a power."""
+              "rn": "rollout_playouts", "rfrom": "rollout_from"}  # az:N:key=value
+AZ_INT_BOUNDS = {"m": MAX_LEGAL, "rn": MAX_LEAF_PLAYOUTS, "rfrom": MAX_FROM_CONNECTED}
+"""The most each integer option takes: no position has more legal actions than `MAX_LEGAL`, and an ongoing
+game has fewer than 23 connected satellites (23 end it, R6.2.1)."""
 AZ_ROOTS = ("gumbel", "puct")
 AZ_C_SCALE_DEFAULT = 1.0
 """`c_scale` of an `az:N` spec with the Gumbel root and no `cs=`: completed Q weighs ten times mctx's default (0.1,
@@ -145,7 +142,6 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
                                  f"cs=X (Gumbel: weight of Q against the prior), "
                                  f"r=X (share of random playouts in leaf values, 0..1), rn=N (playouts per leaf), "
                                  f"rfrom=K (only leaves with K+ connected satellites), decisive=0|1 (decisive moves), "
-                                 f"solve=D (Gumbel root: exact look D plies deep late in the game), sfrom=K (from K connected on), "
                                  f"bf16 (bfloat16 convolutions), int8 (int8 trunk)")
         if key in AZ_INT_BOUNDS:
             out[AZ_OPTIONS[key]] = _positive_int(value, f"checkpoint spec {text!r}: {key}", AZ_INT_BOUNDS[key])
@@ -158,10 +154,6 @@ def _az_options(suffix: str, text: str) -> tuple[tuple[str, object], ...]:
             out[AZ_OPTIONS[key]] = _non_negative_float(value, f"checkpoint spec {text!r}: {key}")
     if out.get("root") != "puct":
         out.setdefault("c_scale", AZ_C_SCALE_DEFAULT)
-    elif "solve_plies" in out:
-        raise AgentSpecError(f"checkpoint spec {text!r}: solve=D belongs to the Gumbel root; leave out puct or solve")
-    if "solve_from" in out and "solve_plies" not in out:
-        raise AgentSpecError(f"checkpoint spec {text!r}: sfrom=K says where the root solver starts; give solve=D too")
     if "rollout_mix" not in out:
         return tuple({**AZ_LEAF_DEFAULT, **out}.items())
     if ("rollout_playouts" in out or "rollout_from" in out) and not out["rollout_mix"]:
