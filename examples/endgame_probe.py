@@ -161,7 +161,8 @@ def proven(games: list[dict], agent: str, plies: int, from_connected: int, budge
         colour = 0 if names["red"] == agent else 1
         kind = "neither"
         for _, s, a in _positions(g):
-            if s.to_move != colour or connected_totals(s._a[None, :])[0] < from_connected:
+            connected = int(connected_totals(s._a[None, :])[0])
+            if s.to_move != colour or connected < from_connected:
                 continue
             before = solve(s._a, plies, np.array([budget], np.int64))
             after = int(solve_actions(s._a, np.array([a], np.int64), 1, plies - 1, budget)[0])
@@ -169,7 +170,7 @@ def proven(games: list[dict], agent: str, plies: int, from_connected: int, budge
             missed += before == 1 and after != 1
             if kind == "neither" and before == -1:
                 kind = "lost before"
-                first_lost[int(connected_totals(s._a[None, :])[0])] += 1
+                first_lost[connected] += 1
             elif kind == "neither" and after == -1:
                 kind = "into a loss"
         table[(_result_for(g, colour), kind)] += 1

@@ -531,11 +531,8 @@ def solve(a: np.ndarray, plies: int, budget: np.ndarray) -> int:
     p = a[I_TO_MOVE]
     buf = np.empty(MAX_LEGAL, np.int16)
     n = _core.legal_into(a, buf)
-    for i in range(n):  # a decisive move
-        if may_end_game(a, buf[i]):
-            after = _core.apply_unchecked(a, buf[i])
-            if after[I_REASON] != 0 and _mover_result(after, p) == 1.0:
-                return 1
+    if winning_action(a, buf, n) >= 0:  # a decisive move
+        return 1
     all_lost = True
     for phase in range(2):  # the moves that may end the game first, quiet ones after
         for i in range(n):

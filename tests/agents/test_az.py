@@ -15,6 +15,7 @@ from colony_env.agents.base import MAX_LEAF_PLAYOUTS, MAX_SIMULATIONS
 from colony_env.constants import I_TO_MOVE, PASS_ACTION
 from colony_env.symmetry import TRANSPOSE_ACTIONS
 from colony_env.engine import _wrap
+from helpers import minimax, minimax_after
 
 
 def hashed_evaluator(states, obs, ids, counts):
@@ -300,21 +301,6 @@ def test_decisive_scores_a_move_that_hands_the_opponent_a_win_as_lost():
     pytest.fail(f"only {found} positions with a move that hands the opponent a win found")
 
 
-def minimax(s: ce.GameState, plies: int) -> int:
-    """The reference for `_search.solve`: plain minimax over every legal action through the public engine, for
-    the colour to move: +1 it wins within `plies` plies, -1 it loses within them, 0 neither (or a draw)."""
-    values = []
-    for a in ce.legal_actions(s):
-        n = ce.apply_action(s, int(a))
-        if n.is_over:
-            values.append(0 if n.winner is None else (1 if n.winner == s.to_move else -1))
-        elif plies <= 1:
-            values.append(0)
-        else:
-            values.append(minimax(n, plies - 1) * (1 if n.to_move == s.to_move else -1))
-    return 1 if 1 in values else (-1 if all(v == -1 for v in values) else 0)
-
-
 def late_positions(seeds: range, from_connected: int, most_legal: int) -> list[ce.GameState]:
     """Positions of random games with `from_connected`+ connected satellites and at most `most_legal` actions."""
     return [s for s in random_game_positions(seeds) if sum(ce.connected_counts(s)) >= from_connected
@@ -346,14 +332,6 @@ def test_solve_actions_transposed_and_out_of_budget():
     ended = [int(ce.apply_action(s, int(a)).is_over) for a in legal]
     starved = solve_actions(s._a, legal, len(legal), 2, 0)
     assert all(v == 0 or e for v, e in zip(starved.tolist(), ended))
-
-
-def minimax_after(s: ce.GameState, action: int, plies: int) -> int:
-    """`minimax` of the position after `action`, for the mover of `s`."""
-    n = ce.apply_action(s, action)
-    if n.is_over:
-        return 0 if n.winner is None else (1 if n.winner == s.to_move else -1)
-    return minimax(n, plies) * (1 if n.to_move == s.to_move else -1)
 
 
 def test_search_rejects_bad_input():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-
 import os
 import re
 from pathlib import Path
@@ -349,7 +348,7 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     once, and `values` prints one row per phase the games reached."""
     import json
 
-    from helpers import load_example
+    from helpers import load_example, minimax, minimax_after
 
     from colony_training.eval.records import GameRecord
 
@@ -379,15 +378,6 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
     assert probe.main(["results", str(path), "--agent", "rnd"]) == 0
     assert probe.main(["results", str(path), "--agent", "nobody"]) == 2
     # `proven`: the compiled solver's verdicts, per game, against plain minimax over the public engine
-    def minimax(s: ce.GameState, plies: int, mover: ce.Colour) -> int:
-        """+1 / -1: `mover` wins / loses within `plies` plies from `s` whatever the other does; 0 neither."""
-        if s.is_over:
-            return 0 if s.winner is None else (1 if s.winner == mover else -1)
-        if plies == 0:
-            return 0
-        vals = [minimax(ce.apply_action(s, int(b)), plies - 1, mover) for b in ce.legal_actions(s)]
-        return max(vals) if s.to_move == mover else min(vals)
-
     kinds = collections.Counter()
     for rec in records:
         mine = ce.Colour.RED if rec["agents"]["red"] == "rnd" else ce.Colour.BLUE
@@ -395,7 +385,7 @@ def test_endgame_probe_counts_results_by_end_reason_and_hand_overs(tmp_path: Pat
         for _, st, a in probe._positions(rec):
             if st.to_move != mine or sum(ce.connected_counts(st)) < 20:
                 continue
-            before, after = minimax(st, 2, mine), minimax(ce.apply_action(st, a), 1, mine)
+            before, after = minimax(st, 2), minimax_after(st, a, 1)
             if kind == "neither":
                 kind = "lost before" if before == -1 else ("into a loss" if after == -1 else kind)
         res = "D" if rec["result"] not in ("red", "blue") else ("W" if rec["result"] == mine.name.lower() else "L")
