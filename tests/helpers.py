@@ -184,22 +184,15 @@ def run_forked_scenarios(zygote: str, args: list[str], scenarios: list[tuple[str
 def minimax(s: ce.GameState, plies: int) -> int:
     """A reference for `_search.solve`: plain minimax over every legal action through the public engine, for
     the colour to move: +1 it wins within `plies` plies, -1 it loses within them, 0 neither (or a draw)."""
-    values = [minimax_after(s, int(a), plies - 1) if plies > 1 else _result_or_zero(s, int(a))
-              for a in ce.legal_actions(s)]
+    values = [minimax_after(s, int(a), plies - 1) for a in ce.legal_actions(s)]
     return 1 if 1 in values else (-1 if all(v == -1 for v in values) else 0)
 
 
 def minimax_after(s: ce.GameState, action: int, plies: int) -> int:
     """`minimax` of the position after `action` (its exact result if that ends the game), for the mover of `s`."""
     n = ce.apply_action(s, action)
-    if n.is_over or plies == 0:
-        return _result_or_zero(s, action)
-    return minimax(n, plies) * (1 if n.to_move == s.to_move else -1)
-
-
-def _result_or_zero(s: ce.GameState, action: int) -> int:
-    """The result for the mover of `s` when `action` ends the game (+1, -1, 0 for a draw); 0 when it does not."""
-    n = ce.apply_action(s, action)
-    if not n.is_over or n.winner is None:
+    if n.is_over:
+        return 0 if n.winner is None else (1 if n.winner == s.to_move else -1)
+    if plies == 0:
         return 0
-    return 1 if n.winner == s.to_move else -1
+    return minimax(n, plies) * (1 if n.to_move == s.to_move else -1)
